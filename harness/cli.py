@@ -1,0 +1,209 @@
+"""``python -m harness``: vendor Salt, bring a stack up or down, run the demo.
+
+Every error a user can cause ends in one ``error:`` line (or a short block
+with a log tail) and exit code 2; Ctrl-C stops what was started and exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from harness.errors import HarnessError
+
+DEFAULT_ROOT = Path(".saltfleet") / "stack"
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range 1-65535: {port}")
+    return port
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {number}")
+    return number
+
+
+def _add_stack_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dsn",
+        help="use this external PostgreSQL (libpq DSN or URI) instead of the "
+        "embedded one; default: $SALTFLEET_PG_DSN",
+    )
+    parser.add_argument("--pg-port", type=_port, help="embedded PostgreSQL port")
+    parser.add_argument("--publish-port", type=_port, help="master publish port")
+    parser.add_argument("--ret-port", type=_port, help="master ret (request) port")
+    parser.add_argument(
+        "--worker-threads", type=_positive, default=4, help="master MWorkers (default 4)"
+    )
+    parser.add_argument(
+        "--no-minion", action="store_true", help="do not start the real salt-minion"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("vendor", help="download, verify and unpack Salt; apply patches/series")
+    p.add_argument("--force", action="store_true", help="discard unexported work in salt/src")
+    sub.add_parser("export-patches", help="write salt/src commits to patches/")
+
+    p = sub.add_parser("up", help="start a stack and leave it running")
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT, help=f"state and data (default {DEFAULT_ROOT})")
+    _add_stack_options(p)
+    for name, help_text in (("status", "show the recorded stack"), ("down", "stop the recorded stack")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+
+    p = sub.add_parser("demo", help="start a stack, run every scenario, report, stop")
+    _add_stack_options(p)
+    return parser
+
+
+def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-untyped-def]
+    from harness.stack import StackSettings
+
+    return StackSettings.from_env(
+        dsn=args.dsn or os.environ.get("SALTFLEET_PG_DSN") or None,
+        pg_port=args.pg_port,
+        publish_port=args.publish_port,
+        ret_port=args.ret_port,
+        worker_threads=args.worker_threads,
+        real_minion=not args.no_minion,
+        **extra,
+    )
+
+
+def cmd_vendor(args: argparse.Namespace) -> int:
+    from harness import vendor
+
+    vendor.vendor(force=args.force)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness import vendor
+
+    vendor.export_patches()
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from harness.stack import STATE_FILE, Stack, StackState
+
+    root = args.root.resolve()
+    if (root / STATE_FILE).exists():
+        state = StackState.load(root)
+        if any(p.process() is not None for p in state.processes):
+            raise HarnessError(f"a stack is already running in {root}; run `python -m harness down` first")
+        state.stop()
+    stack = Stack(_settings(args, root=root))
+    print(f"starting stack in {root} ...", flush=True)
+    stack.start()
+    state = stack.detach()
+    print(_describe(state))
+    print(f"\nuse: salt -c {state.master_conf_dir} '*' test.ping")
+    return 0
+
+
+def _describe(state) -> str:  # type: ignore[no-untyped-def]
+    lines = [f"stack in {state.root}", f"  master: publish {state.publish_port}, ret {state.ret_port}"]
+    lines.append(f"  postgres: {state.postgres_dsn}")
+    for rec in state.processes:
+        alive = "running" if rec.process() is not None else "NOT RUNNING"
+        lines.append(f"  {rec.name:<28} pid {rec.pid:<8} {alive}  (log {rec.log_path})")
+    return "\n".join(lines)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from harness.stack import StackState
+
+    state = StackState.load(args.root.resolve())
+    print(_describe(state))
+    return 0 if all(p.process() is not None for p in state.processes) else 1
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from harness.stack import StackState
+
+    state = StackState.load(args.root.resolve())
+    state.stop()
+    print(f"stopped {len(state.processes)} processes of the stack in {state.root}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from harness import scenarios
+    from harness.stack import Stack
+
+    settings = _settings(args, ext_pillar=scenarios.PROBE_EXT_PILLAR)
+    print("starting PostgreSQL, salt-master and a salt-minion ...", flush=True)
+    with Stack(settings) as stack:
+        facts = _facts(stack)
+        print(f"stack up in {stack.root}; running {len(scenarios.SCENARIOS)} scenarios", flush=True)
+        results = scenarios.run_all(stack)
+        started = len(stack.pids())
+    print(scenarios.render_report(results, facts))
+    print(f"\n  stopped everything the demo started ({started} processes)")
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    import salt.version
+
+    from harness.postgres import check_reachable
+
+    master = stack.master.settings
+    pg = stack.pg
+    where = f"embedded, {stack.postgres.bin_dir}" if stack.postgres else "external"
+    return {
+        "salt": f"{salt.version.__version__} (patched tree)",
+        "postgres": f"{check_reachable(pg)} at {pg.host}:{pg.port}/{pg.dbname} ({where})",
+        "master": f"127.0.0.1 publish {master.publish_port}, ret {master.ret_port}, "
+        f"{master.worker_threads} workers",
+    }
+
+
+COMMANDS = {
+    "vendor": cmd_vendor,
+    "export-patches": cmd_export,
+    "up": cmd_up,
+    "status": cmd_status,
+    "down": cmd_down,
+    "demo": cmd_demo,
+}
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return COMMANDS[args.command](args)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted; everything started was stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED

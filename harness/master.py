@@ -1,0 +1,155 @@
+"""A salt-master from the patched install, in a root directory of its own."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.events import EventListener
+from harness.ports import LOOPBACK, is_listening
+from harness.postgres import ConnectionInfo
+from harness.processes import ManagedProcess
+
+MASTER_ID = "saltfleet-master"
+START_TIMEOUT = 120.0
+KEY_SIZE = 2048
+
+
+def salt_script(name: str) -> str:
+    """The console script ``name`` of the Salt installed beside this Python."""
+    return str(Path(sys.executable).parent / name)
+
+
+@dataclass
+class MasterSettings:
+    """Everything the harness decides about the master it renders."""
+
+    root: Path
+    publish_port: int
+    ret_port: int
+    worker_threads: int = 4
+    postgres: ConnectionInfo | None = None
+    ext_pillar: list[dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "etc" / "salt"
+
+    @property
+    def conf_file(self) -> Path:
+        return self.conf_dir / "master"
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.root / "pki" / "master"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "log" / "master.log"
+
+    @property
+    def file_root(self) -> Path:
+        return self.root / "srv" / "salt"
+
+    @property
+    def pillar_root(self) -> Path:
+        return self.root / "srv" / "pillar"
+
+
+def render_config(settings: MasterSettings, listener: EventListener | None) -> dict[str, Any]:
+    """The master configuration as a dict (written as YAML by :func:`write_config`)."""
+    root = settings.root
+    opts: dict[str, Any] = {
+        "id": MASTER_ID,
+        "root_dir": str(root),
+        "user": getpass.getuser(),
+        "interface": LOOPBACK,
+        "publish_port": settings.publish_port,
+        "ret_port": settings.ret_port,
+        "worker_threads": settings.worker_threads,
+        "pki_dir": str(settings.pki_dir),
+        "cachedir": str(root / "cache" / "master"),
+        "sock_dir": str(root / "run" / "master"),
+        "pidfile": str(root / "run" / "salt-master.pid"),
+        "log_file": str(settings.log_file),
+        "key_logfile": str(root / "log" / "key.log"),
+        "log_level_logfile": "info",
+        "keysize": KEY_SIZE,
+        "open_mode": False,
+        "auto_accept": False,
+        "file_roots": {"base": [str(settings.file_root)]},
+        "pillar_roots": {"base": [str(settings.pillar_root)]},
+        "enable_fqdns_grains": False,
+    }
+    if listener is not None:
+        opts.update(listener.engine_config())
+    if settings.postgres is not None:
+        opts["postgres"] = settings.postgres.salt_options()
+    if settings.ext_pillar:
+        opts["ext_pillar"] = settings.ext_pillar
+    opts.update(settings.extra)
+    return opts
+
+
+def write_config(settings: MasterSettings, listener: EventListener | None) -> Path:
+    for path in (settings.conf_dir, settings.pki_dir / "minions", settings.file_root, settings.pillar_root):
+        path.mkdir(parents=True, exist_ok=True)
+    settings.conf_file.write_text(
+        yaml.safe_dump(render_config(settings, listener), default_flow_style=False)
+    )
+    return settings.conf_file
+
+
+class Master:
+    """One salt-master process, confirmed up by its start event."""
+
+    def __init__(self, settings: MasterSettings, listener: EventListener) -> None:
+        self.settings = settings
+        self.listener = listener
+        self.process = ManagedProcess(
+            "salt-master",
+            [salt_script("salt-master"), "-c", str(settings.conf_dir), "-l", "warning"],
+            settings.root / "log" / "salt-master.out",
+        )
+
+    def start(self) -> None:
+        write_config(self.settings, self.listener)
+        since = self.listener.mark()
+        self.process.start()
+        tag = f"salt/master/{MASTER_ID}/start"
+        event = self.listener.wait_for(
+            tag, timeout=START_TIMEOUT, since=since, alive=self.process.running
+        )
+        if event is None:
+            if not self.process.running():
+                raise self._failed(f"exited with code {self.process.returncode()} before its start event")
+            raise self._failed(f"sent no {tag} event within {START_TIMEOUT:.0f}s")
+        self.process.wait_until(
+            lambda: is_listening(self.settings.ret_port),
+            timeout=30,
+            what=f"listening on ret_port {self.settings.ret_port}",
+        )
+        self.process.remember_descendants()
+
+    def _failed(self, reason: str) -> Exception:
+        # The master logs to its own file; stdout usually only has the banner.
+        from harness.processes import StartupError, log_tail
+
+        return StartupError(
+            f"salt-master {reason}. Last lines of {self.settings.log_file}:\n"
+            f"{log_tail(self.settings.log_file)}\n"
+            f"and of {self.process.log_path}:\n{self.process.log_tail()}"
+        )
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def accept_key(self, minion_id: str, public_pem: str) -> None:
+        """Pre-seed a minion's public key as accepted (no acceptance wait)."""
+        (self.settings.pki_dir / "minions" / minion_id).write_text(public_pem)

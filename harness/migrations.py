@@ -1,0 +1,99 @@
+"""Apply the ordered SQL migrations of ``sql/`` to a database, once each.
+
+A migration is a file ``sql/NNNN_name.sql``. Applied versions are recorded in
+``saltfleet_schema``; re-applying is a no-op, and a migration that fails rolls
+back alone, leaving the earlier ones and all data in place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg2
+
+from harness.errors import HarnessError
+from harness.postgres import ConnectionInfo
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+_NAME_RE = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
+
+
+class MigrationError(HarnessError):
+    """A migration file is misnamed, or failed to apply."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+
+def discover(sql_dir: Path = SQL_DIR) -> list[Migration]:
+    """The migrations in ``sql_dir``, ordered; bad names and duplicates fail."""
+    found: dict[int, Migration] = {}
+    for path in sorted(sql_dir.glob("*.sql")):
+        match = _NAME_RE.match(path.name)
+        if not match:
+            raise MigrationError(
+                f"{path}: migration files are named NNNN_lowercase_name.sql"
+            )
+        version = int(match["version"])
+        if version in found:
+            raise MigrationError(
+                f"{path} and {found[version].path} share version {version:04d}"
+            )
+        found[version] = Migration(version, match["name"], path)
+    return [found[v] for v in sorted(found)]
+
+
+def apply(info: ConnectionInfo, sql_dir: Path = SQL_DIR) -> list[Migration]:
+    """Apply the migrations not yet recorded; return the ones applied now."""
+    migrations = discover(sql_dir)
+    applied_now: list[Migration] = []
+    conn = info.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS saltfleet_schema ("
+                " version integer PRIMARY KEY,"
+                " name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur.execute("SELECT version FROM saltfleet_schema")
+            done = {row[0] for row in cur.fetchall()}
+        for migration in migrations:
+            if migration.version in done:
+                continue
+            try:
+                with conn, conn.cursor() as cur:
+                    cur.execute(migration.path.read_text())
+                    cur.execute(
+                        "INSERT INTO saltfleet_schema (version, name) VALUES (%s, %s)",
+                        (migration.version, migration.name),
+                    )
+            except psycopg2.Error as exc:
+                raise MigrationError(
+                    f"migration {migration.path.name} failed and was rolled back: "
+                    f"{str(exc).strip()}"
+                ) from None
+            applied_now.append(migration)
+    finally:
+        conn.close()
+    return applied_now
+
+
+def current_version(info: ConnectionInfo) -> int:
+    """The highest applied migration version, 0 when none is."""
+    conn = info.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('saltfleet_schema') IS NOT NULL")
+            if not cur.fetchone()[0]:
+                return 0
+            cur.execute("SELECT coalesce(max(version), 0) FROM saltfleet_schema")
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()

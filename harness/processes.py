@@ -1,0 +1,189 @@
+"""Daemons the harness starts: started in their own session, stopped by pid.
+
+Every process the harness starts is a :class:`ManagedProcess`. Stopping one
+signals its pid, waits, and then kills whatever is left of its process group
+and of the descendants seen while it ran, so a daemon that forks workers
+(salt-master, PostgreSQL) leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from harness.errors import HarnessError
+
+LOG_TAIL_LINES = 25
+
+
+class StartupError(HarnessError):
+    """A daemon did not come up; the message carries its log tail."""
+
+
+@dataclass
+class ProcessRecord:
+    """What is needed to find and stop a process later, from another run."""
+
+    name: str
+    pid: int
+    create_time: float
+    log_path: str
+    stop_signal: int = signal.SIGTERM
+
+    def process(self) -> psutil.Process | None:
+        """The live process, or None if it ended (or its pid was reused)."""
+        try:
+            proc = psutil.Process(self.pid)
+            if abs(proc.create_time() - self.create_time) > 0.5:
+                return None
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return proc
+        except psutil.NoSuchProcess:
+            return None
+
+
+@dataclass
+class ManagedProcess:
+    """One daemon: its command line, log file and lifecycle."""
+
+    name: str
+    argv: Sequence[str]
+    log_path: Path
+    env: dict[str, str] | None = None
+    cwd: Path | None = None
+    user: str | int | None = None
+    stop_signal: int = signal.SIGTERM
+    _popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _seen: dict[int, psutil.Process] = field(default_factory=dict, repr=False)
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            try:
+                self._popen = subprocess.Popen(
+                    list(self.argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    cwd=self.cwd,
+                    user=self.user,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise StartupError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from None
+
+    @property
+    def pid(self) -> int:
+        if self._popen is None:
+            raise HarnessError(f"{self.name} was never started")
+        return self._popen.pid
+
+    def record(self) -> ProcessRecord:
+        return ProcessRecord(
+            self.name,
+            self.pid,
+            psutil.Process(self.pid).create_time(),
+            str(self.log_path),
+            int(self.stop_signal),
+        )
+
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    def returncode(self) -> int | None:
+        return None if self._popen is None else self._popen.poll()
+
+    def remember_descendants(self) -> None:
+        """Note the current children so a later stop can reap them by pid."""
+        if not self.running():
+            return
+        try:
+            for child in psutil.Process(self.pid).children(recursive=True):
+                self._seen.setdefault(child.pid, child)
+        except psutil.NoSuchProcess:
+            pass
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return log_tail(self.log_path, lines)
+
+    def fail(self, reason: str) -> StartupError:
+        """A StartupError for this process, with its log tail attached."""
+        return StartupError(
+            f"{self.name} {reason}. Last lines of {self.log_path}:\n{self.log_tail()}"
+        )
+
+    def wait_until(
+        self, ready: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.2
+    ) -> None:
+        """Poll ``ready`` until true; fail early if the process exits."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if ready():
+                return
+            if not self.running():
+                raise self.fail(f"exited with code {self.returncode()} before {what}")
+            if time.monotonic() > deadline:
+                raise self.fail(f"did not report {what} within {timeout:.0f}s")
+            time.sleep(interval)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self._popen is None:
+            return
+        self.remember_descendants()
+        stop_process_tree(self.pid, self.stop_signal, timeout, list(self._seen.values()))
+        try:
+            self._popen.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def stop_process_tree(
+    pid: int,
+    sig: int = signal.SIGTERM,
+    timeout: float = 15.0,
+    known: Sequence[psutil.Process] = (),
+) -> None:
+    """Signal ``pid``, wait up to ``timeout``, then SIGKILL what remains.
+
+    "What remains" is the process itself, its process group (it leads one:
+    started with ``start_new_session``) and every descendant seen now or
+    listed in ``known``.
+    """
+    procs: dict[int, psutil.Process] = {p.pid: p for p in known}
+    try:
+        leader = psutil.Process(pid)
+        procs[pid] = leader
+        for child in leader.children(recursive=True):
+            procs[child.pid] = child
+        leader.send_signal(sig)
+    except psutil.NoSuchProcess:
+        pass
+    _, alive = psutil.wait_procs(list(procs.values()), timeout=timeout)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log written)"
+    tail = text.rstrip().splitlines()[-lines:]
+    return "\n".join(f"    {line}" for line in tail) or "(log is empty)"

@@ -1,0 +1,238 @@
+"""The stack: PostgreSQL, a salt-master and (optionally) a real salt-minion.
+
+Use it as a context manager; whatever it started is stopped on exit, also on
+errors and Ctrl-C::
+
+    with Stack(StackSettings(real_minion=True)) as stack:
+        stack.cmd("*", "test.ping")
+
+:meth:`Stack.detach` leaves the processes running and returns a
+:class:`StackState` that ``python -m harness down`` uses to stop them by pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import migrations
+from harness.errors import HarnessError
+from harness.events import EventListener
+from harness.master import Master, MasterSettings
+from harness.minion import Minion
+from harness.ports import pick_port
+from harness.postgres import (
+    ConnectionInfo,
+    EmbeddedPostgres,
+    check_reachable,
+    connection_from_dsn,
+)
+from harness.processes import ProcessRecord, stop_process_tree
+
+DSN_ENV = "SALTFLEET_PG_DSN"
+STATE_FILE = "stack.json"
+REAL_MINION_ID = "saltfleet-minion-1"
+
+
+@dataclass
+class StackSettings:
+    """What to start. Unset ports are picked free on loopback."""
+
+    root: Path | None = None
+    dsn: str | None = None
+    pg_port: int | None = None
+    publish_port: int | None = None
+    ret_port: int | None = None
+    worker_threads: int = 4
+    real_minion: bool = True
+    ext_pillar: list[dict[str, Any]] | None = None
+    master_opts: dict[str, Any] = field(default_factory=dict)
+    apply_migrations: bool = True
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> StackSettings:
+        """Settings with the external DSN taken from ``$SALTFLEET_PG_DSN`` if set."""
+        overrides.setdefault("dsn", os.environ.get(DSN_ENV) or None)
+        return cls(**overrides)
+
+
+@dataclass
+class StackState:
+    """A running stack as ``up`` leaves it for ``status`` and ``down``."""
+
+    root: str
+    master_conf_dir: str
+    publish_port: int
+    ret_port: int
+    postgres_dsn: str
+    processes: list[ProcessRecord]
+    owns_root: bool
+
+    def save(self) -> Path:
+        path = Path(self.root) / STATE_FILE
+        data = asdict(self)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, root: Path) -> StackState:
+        path = root / STATE_FILE
+        try:
+            data = json.loads(path.read_text())
+        except OSError:
+            raise HarnessError(f"no stack is recorded in {root} ({path} is missing)") from None
+        except ValueError as exc:
+            raise HarnessError(f"{path} is not a stack state file: {exc}") from None
+        data["processes"] = [ProcessRecord(**p) for p in data["processes"]]
+        return cls(**data)
+
+    def stop(self) -> None:
+        """Stop every recorded process by pid, last started first."""
+        for record in reversed(self.processes):
+            proc = record.process()
+            if proc is not None:
+                stop_process_tree(record.pid, record.stop_signal)
+        (Path(self.root) / STATE_FILE).unlink(missing_ok=True)
+        if self.owns_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Stack:
+    """Starts the parts in order and stops them in reverse."""
+
+    def __init__(self, settings: StackSettings | None = None) -> None:
+        self.settings = settings or StackSettings()
+        self._owns_root = self.settings.root is None
+        self.root = Path(self.settings.root or tempfile.mkdtemp(prefix="saltfleet-"))
+        if self._owns_root:
+            # mkdtemp makes it 0700; an unprivileged PostgreSQL must enter it.
+            self.root.chmod(0o755)
+        self.postgres: EmbeddedPostgres | None = None
+        self.pg: ConnectionInfo | None = None
+        self.listener: EventListener | None = None
+        self.master: Master | None = None
+        self.minion: Minion | None = None
+        self._client: Any = None
+        self._detached = False
+
+    # -- lifecycle -----------------------------------------------------
+    def __enter__(self) -> Stack:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        s = self.settings
+        self.root.mkdir(parents=True, exist_ok=True)
+        # Ports first: a taken port must fail before anything is started.
+        publish_port = pick_port(s.publish_port, "publish")
+        ret_port = pick_port(s.ret_port, "ret")
+        if s.dsn:
+            self.pg = connection_from_dsn(s.dsn)
+            check_reachable(self.pg)
+        else:
+            self.postgres = EmbeddedPostgres(self.root / "postgres", pick_port(s.pg_port, "PostgreSQL"))
+            self.postgres.start()
+            self.pg = self.postgres.connection
+        if s.apply_migrations:
+            migrations.apply(self.pg)
+        self.listener = EventListener()
+        self.listener.start()
+        self.master = Master(
+            MasterSettings(
+                root=self.root / "master",
+                publish_port=publish_port,
+                ret_port=ret_port,
+                worker_threads=s.worker_threads,
+                postgres=self.pg,
+                ext_pillar=s.ext_pillar,
+                extra=s.master_opts,
+            ),
+            self.listener,
+        )
+        self.master.start()
+        if s.real_minion:
+            self.minion = Minion(self.root / "minion", REAL_MINION_ID, self.master, self.listener)
+            self.minion.start()
+
+    def stop(self) -> None:
+        """Stop what was started, in reverse order; safe to call twice."""
+        if self._detached:
+            return
+        if self._client is not None:
+            self._client.destroy()
+            self._client = None
+        for part in (self.minion, self.master, self.postgres):
+            if part is not None:
+                part.stop()
+        if self.listener is not None:
+            self.listener.stop()
+            self.listener = None
+        if self._owns_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def detach(self) -> StackState:
+        """Leave the processes running; return (and save) what stops them."""
+        assert self.master is not None and self.pg is not None
+        records = [
+            part.process.record()
+            for part in (self.postgres, self.master, self.minion)
+            if part is not None
+        ]
+        state = StackState(
+            root=str(self.root),
+            master_conf_dir=str(self.master.settings.conf_dir),
+            publish_port=self.master.settings.publish_port,
+            ret_port=self.master.settings.ret_port,
+            postgres_dsn=self.pg.dsn,
+            processes=records,
+            owns_root=self._owns_root,
+        )
+        state.save()
+        if self.listener is not None:
+            self.listener.stop()
+        self._detached = True
+        return state
+
+    # -- using it --------------------------------------------------------
+    def pids(self) -> list[int]:
+        """Every pid the stack started or saw its daemons fork."""
+        pids: list[int] = []
+        for part in (self.postgres, self.master, self.minion):
+            if part is not None and part.process.returncode() is None:
+                part.process.remember_descendants()
+            if part is not None:
+                pids.append(part.process.pid)
+                pids.extend(part.process._seen)
+        return pids
+
+    @property
+    def client(self) -> Any:
+        """A ``salt.client.LocalClient`` for this master (created once)."""
+        if self._client is None:
+            import salt.client
+            import salt.config
+
+            assert self.master is not None
+            opts = salt.config.client_config(str(self.master.settings.conf_file))
+            self._client = salt.client.LocalClient(mopts=opts)
+        return self._client
+
+    def cmd(self, tgt: str, fun: str, arg: list[Any] | tuple[Any, ...] = (), **kwargs: Any) -> dict[str, Any]:
+        """Run ``fun`` on ``tgt`` and return ``{minion_id: return}``."""
+        kwargs.setdefault("timeout", 30)
+        return dict(self.client.cmd(tgt, fun, list(arg), **kwargs))

@@ -1,0 +1,112 @@
+"""Every saltfleet workflow is a nox session; the work lives in the packages.
+
+    nox -s demo             the main job: stack up, every scenario, report, stop
+    nox -s tests            patches' own tests, upstream's tests of touched
+                            areas, and the project's tests (what .ci/run runs)
+    nox -s vendor           salt/src = pinned sdist + patches/series
+    nox -s export-patches   salt/src commits -> patches/
+    nox -s harness -- up    the harness CLI (up / status / down / demo)
+    nox -s lint             ruff, mypy, and black on the files the series touches
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = "3.11"
+ROOT = Path(__file__).resolve().parent
+SALT_SRC = ROOT / "salt" / "src"
+# Running upstream's tests: their own conftest, not this project's pytest config.
+SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprovider"]
+
+
+def _vendor(session: nox.Session) -> None:
+    session.run("python", "-m", "harness", "vendor", *_vendor_args(session))
+
+
+def _vendor_args(session: nox.Session) -> list[str]:
+    return ["--force"] if "--force" in session.posargs else []
+
+
+def _install(session: nox.Session, *extras: str) -> None:
+    """Install the project and the patched Salt wheel (rebuilt per salt/src commit)."""
+    _vendor(session)
+    wheel = session.run(
+        "python", "-c", "from harness import vendor; print(vendor.build_wheel())", silent=True
+    )
+    wheel_path = str(wheel).strip().splitlines()[-1]
+    spec = f".[{','.join(extras)}]" if extras else "."
+    session.install(wheel_path, "-e", spec)
+    marker = Path(session.virtualenv.location) / "saltfleet-salt-wheel"
+    if not marker.exists() or marker.read_text() != wheel_path:
+        # Same version number as the index's salt: force the patched build in.
+        session.install("--no-deps", "--force-reinstall", wheel_path)
+        marker.write_text(wheel_path)
+
+
+@nox.session(python=False)
+def vendor(session: nox.Session) -> None:
+    """Download and verify the pinned sdist, unpack it, apply patches/series."""
+    session.run("python", "-m", "harness", "vendor", *session.posargs)
+
+
+@nox.session(name="export-patches", python=False)
+def export_patches(session: nox.Session) -> None:
+    """Turn the commits in salt/src after the upstream tag into patches/."""
+    session.run("python", "-m", "harness", "export-patches")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The patches' tests and upstream's tests of touched areas, then ours."""
+    _install(session, "test")
+    upstream_paths = session.run(
+        "python",
+        "-c",
+        "from harness import vendor; print(' '.join(vendor.touched_test_paths()))",
+        silent=True,
+    )
+    paths = str(upstream_paths).split()
+    workers = ["-n", "2"]
+    if paths:
+        session.run("python", "-m", "pytest", *SALT_PYTEST, *workers, "-q", *paths, chdir=SALT_SRC)
+    session.run(
+        "python", "-m", "pytest", *workers, "--dist", "loadfile", *session.posargs, "tests"
+    )
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """Bring the stack up on embedded defaults, run every scenario, report, stop."""
+    _install(session)
+    session.run("python", "-m", "harness", "demo", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def harness(session: nox.Session) -> None:
+    """The harness CLI in the project's environment: nox -s harness -- up|status|down."""
+    _install(session)
+    session.run("python", "-m", "harness", *(session.posargs or ["--help"]))
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy on the project; black (upstream's version) on patched files."""
+    _install(session, "lint")
+    session.run("ruff", "check", "harness", "evil_minions", "tests", "noxfile.py")
+    session.run("ruff", "format", "--check", "harness", "evil_minions", "tests", "noxfile.py")
+    session.run("mypy")
+    touched = session.run(
+        "git", "-C", str(SALT_SRC), "diff", "--name-only", "--diff-filter=AM",
+        "upstream/3008.3..HEAD", "--", "*.py", silent=True, external=True,
+    )
+    files = str(touched).split()
+    if files:
+        session.run("black", "--check", *files, chdir=SALT_SRC)
