@@ -75,10 +75,18 @@ def tests(session: nox.Session) -> None:
     )
     paths = str(upstream_paths).split()
     workers = ["-n", "2"]
+    # pytest exits 5 when it collected nothing: a series that touches no
+    # tested area is not a failure, and pytest says so in its summary.
+    no_tests_ok = [0, 5]
     if paths:
-        session.run("python", "-m", "pytest", *SALT_PYTEST, *workers, "-q", *paths, chdir=SALT_SRC)
+        with session.chdir(SALT_SRC):
+            session.run(
+                "python", "-m", "pytest", *SALT_PYTEST, *workers, "-q", *paths,
+                success_codes=no_tests_ok,
+            )
     session.run(
-        "python", "-m", "pytest", *workers, "--dist", "loadfile", *session.posargs, "tests"
+        "python", "-m", "pytest", *workers, "--dist", "loadfile", *session.posargs, "tests",
+        success_codes=no_tests_ok,
     )
 
 
@@ -104,9 +112,10 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", "harness", "evil_minions", "tests", "noxfile.py")
     session.run("mypy")
     touched = session.run(
-        "git", "-C", str(SALT_SRC), "diff", "--name-only", "--diff-filter=AM",
-        "upstream/3008.3..HEAD", "--", "*.py", silent=True, external=True,
+        "python", "-c", "from harness import vendor; print(' '.join(vendor.touched_files()))",
+        silent=True,
     )
-    files = str(touched).split()
+    files = [f for f in str(touched).split() if f.endswith(".py")]
     if files:
-        session.run("black", "--check", *files, chdir=SALT_SRC)
+        with session.chdir(SALT_SRC):
+            session.run("black", "--check", *files)

@@ -451,6 +451,16 @@ def build_wheel(layout: Layout | None = None) -> Path:
     return target
 
 
+def touched_files(layout: Layout | None = None) -> list[str]:
+    """Files of ``salt/src`` that the series adds or changes (not deletes)."""
+    layout = layout or Layout.of_project()
+    upstream = read_upstream(layout.upstream_file)
+    diff = _git(
+        layout.src_dir, "diff", "--name-only", "--diff-filter=AMR", f"{upstream.tag}..HEAD"
+    )
+    return diff.stdout.split()
+
+
 def touched_test_paths(layout: Layout | None = None) -> list[str]:
     """Upstream test paths (relative to ``salt/src``) covering what the series touches.
 
@@ -460,10 +470,8 @@ def touched_test_paths(layout: Layout | None = None) -> list[str]:
     """
     layout = layout or Layout.of_project()
     src = layout.src_dir
-    upstream = read_upstream(layout.upstream_file)
-    changed = _git(src, "diff", "--name-only", f"{upstream.tag}..HEAD").stdout.split()
     paths: set[str] = set()
-    for name in changed:
+    for name in touched_files(layout):
         parts = Path(name).parts
         if parts[0] == "tests" and name.endswith(".py"):
             paths.add(name)

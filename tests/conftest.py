@@ -1,0 +1,70 @@
+"""Shared fixtures: a way to run the harness CLI as a user would, and to check
+that nothing the harness started is left running."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m harness ARGS`` from the project root."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def alive(pids: list[int]) -> list[int]:
+    """The pids of the list that still run (zombies count as gone)."""
+    still = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                still.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return still
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def open_tmp():
+    """A temporary directory that an unprivileged PostgreSQL can enter.
+
+    pytest's ``tmp_path`` lives under a 0700 directory; as root the harness
+    runs PostgreSQL as ``nobody``, which could not reach it.
+    """
+    path = Path(tempfile.mkdtemp(prefix="saltfleet-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def open_tmp_module():
+    path = Path(tempfile.mkdtemp(prefix="saltfleet-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

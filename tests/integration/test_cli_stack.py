@@ -1,0 +1,61 @@
+"""``python -m harness up / status / down`` and the external-DSN path, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.ports import free_port
+from harness.postgres import EmbeddedPostgres
+from tests.conftest import alive, run_cli
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def external_postgres(open_tmp_module):
+    server = EmbeddedPostgres(open_tmp_module / "pg", free_port(), database="external")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_up_status_down_with_external_dsn(open_tmp, external_postgres) -> None:
+    root = open_tmp / "stack"
+    dsn = external_postgres.connection.dsn
+    up = run_cli("up", "--root", str(root), "--no-minion", "--dsn", dsn)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((root / "stack.json").read_text())
+    pids = [p["pid"] for p in state["processes"]]
+    try:
+        assert [p["name"] for p in state["processes"]] == ["salt-master"]
+        assert "dbname=external" in state["postgres_dsn"]
+        status = run_cli("status", "--root", str(root))
+        assert status.returncode == 0
+        assert "running" in status.stdout
+    finally:
+        down = run_cli("down", "--root", str(root))
+    assert down.returncode == 0, down.stderr
+    assert alive(pids) == []
+    after = run_cli("status", "--root", str(root))
+    assert after.returncode == 2
+    assert "no stack is recorded" in after.stderr
+
+
+def test_unreachable_external_dsn(tmp_path) -> None:
+    port = free_port()
+    result = run_cli(
+        "up", "--root", str(tmp_path / "s"), "--dsn", f"postgresql://salt@127.0.0.1:{port}/pillars"
+    )
+    assert result.returncode == 2
+    assert f"cannot reach PostgreSQL at 127.0.0.1:{port}/pillars" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_malformed_dsn(tmp_path) -> None:
+    result = run_cli("up", "--root", str(tmp_path / "s"), "--dsn", "host=127.0.0.1 port")
+    assert result.returncode == 2
+    assert "invalid PostgreSQL DSN" in result.stderr

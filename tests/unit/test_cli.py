@@ -1,0 +1,43 @@
+"""The harness CLI refuses bad arguments with a message, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from harness.cli import main
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["up", "--ret-port", "70000"], "port out of range"),
+        (["up", "--publish-port", "abc"], "not a port number"),
+        (["demo", "--worker-threads", "0"], "must be at least 1"),
+        (["launch"], "invalid choice"),
+    ],
+)
+def test_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_status_without_a_stack(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status", "--root", str(tmp_path)]) == 2
+    assert "no stack is recorded" in capsys.readouterr().err
+
+
+def test_taken_port_is_refused_before_anything_starts(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        code = main(["up", "--root", str(tmp_path / "stack"), "--ret-port", str(port)])
+    assert code == 2
+    assert f"ret port {port} on 127.0.0.1 is already in use" in capsys.readouterr().err
+    assert not (tmp_path / "stack" / "postgres").exists()
