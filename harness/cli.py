@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from types import FrameType
 from harness.errors import HarnessError
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
+DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -51,7 +53,10 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--publish-port", type=_port, help="master publish port")
     parser.add_argument("--ret-port", type=_port, help="master ret (request) port")
     parser.add_argument(
-        "--worker-threads", type=_positive, default=4, help="master MWorkers (default 4)"
+        "--worker-threads",
+        type=_positive,
+        default=4,
+        help="master MWorkers (default 4)",
     )
     parser.add_argument(
         "--no-minion", action="store_true", help="do not start the real salt-minion"
@@ -62,14 +67,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("vendor", help="download, verify and unpack Salt; apply patches/series")
-    p.add_argument("--force", action="store_true", help="discard unexported work in salt/src")
+    p = sub.add_parser(
+        "vendor", help="download, verify and unpack Salt; apply patches/series"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="discard unexported work in salt/src"
+    )
     sub.add_parser("export-patches", help="write salt/src commits to patches/")
 
     p = sub.add_parser("up", help="start a stack and leave it running")
-    p.add_argument("--root", type=Path, default=DEFAULT_ROOT, help=f"state and data (default {DEFAULT_ROOT})")
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=DEFAULT_ROOT,
+        help=f"state and data (default {DEFAULT_ROOT})",
+    )
     _add_stack_options(p)
-    for name, help_text in (("status", "show the recorded stack"), ("down", "stop the recorded stack")):
+    for name, help_text in (
+        ("status", "show the recorded stack"),
+        ("down", "stop the recorded stack"),
+    ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
 
@@ -113,7 +130,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     if (root / STATE_FILE).exists():
         state = StackState.load(root)
         if any(p.process() is not None for p in state.processes):
-            raise HarnessError(f"a stack is already running in {root}; run `python -m harness down` first")
+            raise HarnessError(
+                f"a stack is already running in {root}; run `python -m harness down` first"
+            )
         state.stop()
     stack = Stack(_settings(args, root=root))
     print(f"starting stack in {root} ...", flush=True)
@@ -125,7 +144,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def _describe(state) -> str:  # type: ignore[no-untyped-def]
-    lines = [f"stack in {state.root}", f"  master: publish {state.publish_port}, ret {state.ret_port}"]
+    lines = [
+        f"stack in {state.root}",
+        f"  master: publish {state.publish_port}, ret {state.ret_port}",
+    ]
     lines.append(f"  postgres: {state.postgres_dsn}")
     for rec in state.processes:
         alive = "running" if rec.process() is not None else "NOT RUNNING"
@@ -154,15 +176,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from harness import scenarios
     from harness.stack import Stack
 
-    settings = _settings(args, ext_pillar=scenarios.PROBE_EXT_PILLAR)
+    logs = DEMO_LOGS.resolve()
+    shutil.rmtree(logs, ignore_errors=True)
+    settings = _settings(args, ext_pillar=scenarios.PROBE_EXT_PILLAR, logs_dir=logs)
     print("starting PostgreSQL, salt-master and a salt-minion ...", flush=True)
     with Stack(settings) as stack:
         facts = _facts(stack)
-        print(f"stack up in {stack.root}; running {len(scenarios.SCENARIOS)} scenarios", flush=True)
+        print(
+            f"stack up in {stack.root}; running {len(scenarios.SCENARIOS)} scenarios",
+            flush=True,
+        )
         results = scenarios.run_all(stack)
         started = len(stack.pids())
     print(scenarios.render_report(results, facts))
     print(f"\n  stopped everything the demo started ({started} processes)")
+    print(f"  logs: {logs}")
     return 0 if all(r.ok for r in results) else 1
 
 

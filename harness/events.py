@@ -46,7 +46,9 @@ class EventListener:
                         item = json.loads(raw)
                     except ValueError:
                         continue
-                    listener._add(Event(item["tag"], item.get("data") or {}, time.time()))
+                    listener._add(
+                        Event(item["tag"], item.get("data") or {}, time.time())
+                    )
 
         self._server = socketserver.ThreadingTCPServer((host, 0), _Handler)
         self._server.daemon_threads = True
@@ -84,7 +86,9 @@ class EventListener:
 
     def matching(self, pattern: str, since: int = 0) -> list[Event]:
         with self._cond:
-            return [e for e in self._events[since:] if fnmatch.fnmatchcase(e.tag, pattern)]
+            return [
+                e for e in self._events[since:] if fnmatch.fnmatchcase(e.tag, pattern)
+            ]
 
     def wait_for(
         self,
@@ -107,5 +111,3 @@ class EventListener:
                 if remaining <= 0 or (alive is not None and not alive()):
                     return None
                 self._cond.wait(min(remaining, 0.5))
-
-

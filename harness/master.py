@@ -62,7 +62,9 @@ class MasterSettings:
         return self.root / "srv" / "pillar"
 
 
-def render_config(settings: MasterSettings, listener: EventListener | None) -> dict[str, Any]:
+def render_config(
+    settings: MasterSettings, listener: EventListener | None
+) -> dict[str, Any]:
     """The master configuration as a dict (written as YAML by :func:`write_config`)."""
     root = settings.root
     opts: dict[str, Any] = {
@@ -98,7 +100,12 @@ def render_config(settings: MasterSettings, listener: EventListener | None) -> d
 
 
 def write_config(settings: MasterSettings, listener: EventListener | None) -> Path:
-    for path in (settings.conf_dir, settings.pki_dir / "minions", settings.file_root, settings.pillar_root):
+    for path in (
+        settings.conf_dir,
+        settings.pki_dir / "minions",
+        settings.file_root,
+        settings.pillar_root,
+    ):
         path.mkdir(parents=True, exist_ok=True)
     settings.conf_file.write_text(
         yaml.safe_dump(render_config(settings, listener), default_flow_style=False)
@@ -115,7 +122,7 @@ class Master:
         self.process = ManagedProcess(
             "salt-master",
             [salt_script("salt-master"), "-c", str(settings.conf_dir), "-l", "warning"],
-            settings.root / "log" / "salt-master.out",
+            settings.root / "log" / "salt-master.stdout.log",
         )
 
     def start(self) -> None:
@@ -128,7 +135,9 @@ class Master:
         )
         if event is None:
             if not self.process.running():
-                raise self._failed(f"exited with code {self.process.returncode()} before its start event")
+                raise self._failed(
+                    f"exited with code {self.process.returncode()} before its start event"
+                )
             raise self._failed(f"sent no {tag} event within {START_TIMEOUT:.0f}s")
         self.process.wait_until(
             lambda: is_listening(self.settings.ret_port),

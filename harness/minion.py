@@ -35,7 +35,9 @@ def generate_keypair(pki_dir: Path, name: str = "minion") -> str:
 class Minion:
     """A real salt-minion, confirmed up by ``salt/minion/<id>/start``."""
 
-    def __init__(self, root: Path, minion_id: str, master: Master, listener: EventListener) -> None:
+    def __init__(
+        self, root: Path, minion_id: str, master: Master, listener: EventListener
+    ) -> None:
         self.root = root
         self.minion_id = minion_id
         self.master = master
@@ -46,7 +48,7 @@ class Minion:
         self.process = ManagedProcess(
             f"salt-minion {minion_id}",
             [salt_script("salt-minion"), "-c", str(self.conf_dir), "-l", "warning"],
-            root / "log" / "salt-minion.out",
+            root / "log" / "salt-minion.stdout.log",
         )
 
     def render_config(self) -> dict[str, Any]:
@@ -79,7 +81,12 @@ class Minion:
         since = self.listener.mark()
         self.process.start()
         tag = f"salt/minion/{self.minion_id}/start"
-        if self.listener.wait_for(tag, timeout=START_TIMEOUT, since=since, alive=self.process.running) is None:
+        if (
+            self.listener.wait_for(
+                tag, timeout=START_TIMEOUT, since=since, alive=self.process.running
+            )
+            is None
+        ):
             state = (
                 f"exited with code {self.process.returncode()}"
                 if not self.process.running()

@@ -10,12 +10,16 @@ directory.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.util
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +101,9 @@ def check_reachable(info: ConnectionInfo, timeout: int = 5) -> str:
     try:
         conn = info.connect(timeout)
     except psycopg2.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = (
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        )
         raise PostgresError(
             f"cannot reach PostgreSQL at {info.host}:{info.port}/{info.dbname} "
             f"as {info.user}: {reason}"
@@ -141,6 +147,40 @@ def _major(bin_dir: Path) -> int:
     return int(digits[-1]) if digits else 0
 
 
+def blocked_ancestor(path: Path) -> Path | None:
+    """The first existing directory on ``path`` that others may not enter."""
+    for ancestor in [path, *path.parents]:
+        if ancestor.exists() and not ancestor.stat().st_mode & stat.S_IXOTH:
+            return ancestor
+    return None
+
+
+def reachable_install(bin_dir: Path) -> Path:
+    """``bin_dir``, or the same installation copied where anyone can run it.
+
+    As root the server runs as ``nobody``; a wheel installed in a private
+    directory (a 0700 checkout, /root) is out of its reach, so its
+    installation tree is copied once into the temp directory and reused.
+    """
+    if blocked_ancestor(bin_dir) is None:
+        return bin_dir
+    install = bin_dir.parent
+    stamp = f"{install}:{(bin_dir / 'postgres').stat().st_mtime_ns}"
+    digest = hashlib.sha256(stamp.encode()).hexdigest()[:12]
+    target = Path(tempfile.gettempdir()) / f"saltfleet-postgres-{digest}"
+    if not (target / ".complete").exists():
+        staging = Path(tempfile.mkdtemp(prefix=".saltfleet-postgres-"))
+        try:
+            shutil.copytree(install, staging / "install", symlinks=True)
+            (staging / "install" / ".complete").write_text(str(install) + "\n")
+            (staging / "install").chmod(0o755)
+            with contextlib.suppress(OSError):  # another run got there first
+                (staging / "install").rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target / bin_dir.name
+
+
 class EmbeddedPostgres:
     """A PostgreSQL server in ``base_dir``, listening on loopback ``port``."""
 
@@ -152,13 +192,21 @@ class EmbeddedPostgres:
         database: str = DEFAULT_DATABASE,
         bin_dir: Path | None = None,
     ) -> None:
+        self.run_as = UNPRIVILEGED_USER if os.geteuid() == 0 else None
+        self.relocated = False
+        if self.run_as and blocked_ancestor(base_dir) is not None:
+            # The unprivileged server could not reach its data there.
+            base_dir = Path(tempfile.mkdtemp(prefix="saltfleet-pg-"))
+            base_dir.chmod(0o755)
+            self.relocated = True
         self.base_dir = base_dir
         self.data_dir = base_dir / "data"
         self.socket_dir = base_dir / "run"
         self.port = port
         self.database = database
         self.bin_dir = bin_dir or find_bin_dir()
-        self.run_as = UNPRIVILEGED_USER if os.geteuid() == 0 else None
+        if self.run_as:
+            self.bin_dir = reachable_install(self.bin_dir)
         self.process = ManagedProcess(
             "postgres",
             self._postmaster_argv(),
@@ -201,24 +249,10 @@ class EmbeddedPostgres:
         entry = pwd.getpwnam(self.run_as)
         os.chown(path, entry.pw_uid, entry.pw_gid)
 
-    def _check_reachable_by_run_as(self) -> None:
-        """As root, the server user must be able to traverse to its files."""
-        if self.run_as is None:
-            return
-        for path in (self.base_dir, self.bin_dir):
-            for ancestor in [path, *path.parents]:
-                if ancestor.exists() and not ancestor.stat().st_mode & stat.S_IXOTH:
-                    raise PostgresError(
-                        f"PostgreSQL runs as {self.run_as!r} because this is root, "
-                        f"and {self.run_as!r} cannot enter {ancestor} (needed for "
-                        f"{path}); use a directory outside it or chmod o+x it"
-                    )
-
     def init(self) -> None:
         """Create the cluster once; a second call is a no-op."""
         if (self.data_dir / "PG_VERSION").exists():
             return
-        self._check_reachable_by_run_as()
         for path in (self.base_dir, self.data_dir, self.socket_dir):
             path.mkdir(parents=True, exist_ok=True)
             self._chown(path)
@@ -239,7 +273,9 @@ class EmbeddedPostgres:
                 cmd, capture_output=True, text=True, user=self.run_as, timeout=120
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            raise PostgresError(f"cannot run initdb from {self.bin_dir}: {exc}") from None
+            raise PostgresError(
+                f"cannot run initdb from {self.bin_dir}: {exc}"
+            ) from None
         if proc.returncode != 0:
             hint = ""
             if self.run_as and "Permission denied" in proc.stderr:
@@ -254,11 +290,20 @@ class EmbeddedPostgres:
     def start(self) -> None:
         self.init()
         self.process.start()
-        self.process.wait_until(self._accepts_connections, timeout=START_TIMEOUT, what="accepting connections")
+        self.process.wait_until(
+            self._accepts_connections,
+            timeout=START_TIMEOUT,
+            what="accepting connections",
+        )
         self._create_database()
 
     def stop(self) -> None:
         self.process.stop()
+
+    def cleanup(self) -> None:
+        """Remove the data of a server that had to live outside its stack root."""
+        if self.relocated:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
 
     def _accepts_connections(self) -> bool:
         probe = ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", "postgres")
@@ -273,7 +318,9 @@ class EmbeddedPostgres:
         try:
             admin.autocommit = True
             with admin.cursor() as cur:
-                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,))
+                cur.execute(
+                    "SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)
+                )
                 if cur.fetchone() is None:
                     cur.execute(f'CREATE DATABASE "{self.database}"')
         finally:

@@ -8,6 +8,7 @@ and of the descendants seen while it ran, so a daemon that forks workers
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -79,7 +80,9 @@ class ManagedProcess:
                     start_new_session=True,
                 )
             except OSError as exc:
-                raise StartupError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from None
+                raise StartupError(
+                    f"cannot start {self.name} ({self.argv[0]}): {exc}"
+                ) from None
 
     @property
     def pid(self) -> int:
@@ -122,7 +125,12 @@ class ManagedProcess:
         )
 
     def wait_until(
-        self, ready: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.2
+        self,
+        ready: Callable[[], bool],
+        *,
+        timeout: float,
+        what: str,
+        interval: float = 0.2,
     ) -> None:
         """Poll ``ready`` until true; fail early if the process exits."""
         deadline = time.monotonic() + timeout
@@ -139,11 +147,11 @@ class ManagedProcess:
         if self._popen is None:
             return
         self.remember_descendants()
-        stop_process_tree(self.pid, self.stop_signal, timeout, list(self._seen.values()))
-        try:
+        stop_process_tree(
+            self.pid, self.stop_signal, timeout, list(self._seen.values())
+        )
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def stop_process_tree(
@@ -169,14 +177,10 @@ def stop_process_tree(
         pass
     _, alive = psutil.wait_procs(list(procs.values()), timeout=timeout)
     for proc in alive:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     psutil.wait_procs(alive, timeout=5)
 
 

@@ -24,9 +24,7 @@ PROBE_EXT_PILLAR: list[dict[str, Any]] = [
         "postgres": [
             {
                 "query": (
-                    "SELECT jsonb_build_object('"
-                    + PROBE_KEY
-                    + "', jsonb_build_object("
+                    "SELECT jsonb_build_object('" + PROBE_KEY + "', jsonb_build_object("
                     "'server_version', current_setting('server_version'),"
                     "'database', current_database()))"
                 ),
@@ -34,9 +32,7 @@ PROBE_EXT_PILLAR: list[dict[str, Any]] = [
             },
             {
                 "query": (
-                    "SELECT jsonb_build_object('"
-                    + PROBE_KEY
-                    + "', jsonb_build_object("
+                    "SELECT jsonb_build_object('" + PROBE_KEY + "', jsonb_build_object("
                     "'minion', %(minion_id)s::text,"
                     "'minion_upper', upper(%(minion_id)s)))"
                 ),
@@ -62,7 +58,9 @@ class ScenarioResult:
 def _one_return(stack: Stack, fun: str, arg: list[Any] | None = None) -> Any:
     ret = stack.cmd(REAL_MINION_ID, fun, arg or [])
     if REAL_MINION_ID not in ret:
-        raise ScenarioFailed(f"{fun}: no return from {REAL_MINION_ID} (got {sorted(ret)})")
+        raise ScenarioFailed(
+            f"{fun}: no return from {REAL_MINION_ID} (got {sorted(ret)})"
+        )
     return ret[REAL_MINION_ID]
 
 
@@ -86,7 +84,10 @@ def master_reaches_postgres(stack: Stack) -> str:
     probe = value.get(PROBE_KEY) if isinstance(value, dict) else None
     if not isinstance(probe, dict) or "server_version" not in probe:
         raise ScenarioFailed(f"pillar.item {PROBE_KEY} returned {value!r}")
-    if probe.get("minion") != REAL_MINION_ID or probe.get("minion_upper") != REAL_MINION_ID.upper():
+    if (
+        probe.get("minion") != REAL_MINION_ID
+        or probe.get("minion_upper") != REAL_MINION_ID.upper()
+    ):
         raise ScenarioFailed(f"per-minion query saw {probe!r}")
     return f"PostgreSQL {probe['server_version']} via ext_pillar postgres, minion id bound twice"
 

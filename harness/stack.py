@@ -53,6 +53,9 @@ class StackSettings:
     ext_pillar: list[dict[str, Any]] | None = None
     master_opts: dict[str, Any] = field(default_factory=dict)
     apply_migrations: bool = True
+    # Where the daemons' logs are copied when the stack stops (its root may be
+    # a temporary directory that goes away).
+    logs_dir: Path | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StackSettings:
@@ -72,6 +75,7 @@ class StackState:
     postgres_dsn: str
     processes: list[ProcessRecord]
     owns_root: bool
+    remove_dirs: list[str] = field(default_factory=list)
 
     def save(self) -> Path:
         path = Path(self.root) / STATE_FILE
@@ -85,7 +89,9 @@ class StackState:
         try:
             data = json.loads(path.read_text())
         except OSError:
-            raise HarnessError(f"no stack is recorded in {root} ({path} is missing)") from None
+            raise HarnessError(
+                f"no stack is recorded in {root} ({path} is missing)"
+            ) from None
         except ValueError as exc:
             raise HarnessError(f"{path} is not a stack state file: {exc}") from None
         data["processes"] = [ProcessRecord(**p) for p in data["processes"]]
@@ -98,6 +104,8 @@ class StackState:
             if proc is not None:
                 stop_process_tree(record.pid, record.stop_signal)
         (Path(self.root) / STATE_FILE).unlink(missing_ok=True)
+        for path in self.remove_dirs:
+            shutil.rmtree(path, ignore_errors=True)
         if self.owns_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -145,7 +153,9 @@ class Stack:
             self.pg = connection_from_dsn(s.dsn)
             check_reachable(self.pg)
         else:
-            self.postgres = EmbeddedPostgres(self.root / "postgres", pick_port(s.pg_port, "PostgreSQL"))
+            self.postgres = EmbeddedPostgres(
+                self.root / "postgres", pick_port(s.pg_port, "PostgreSQL")
+            )
             self.postgres.start()
             self.pg = self.postgres.connection
         if s.apply_migrations:
@@ -166,7 +176,9 @@ class Stack:
         )
         self.master.start()
         if s.real_minion:
-            self.minion = Minion(self.root / "minion", REAL_MINION_ID, self.master, self.listener)
+            self.minion = Minion(
+                self.root / "minion", REAL_MINION_ID, self.master, self.listener
+            )
             self.minion.start()
 
     def stop(self) -> None:
@@ -179,11 +191,28 @@ class Stack:
         for part in (self.minion, self.master, self.postgres):
             if part is not None:
                 part.stop()
+        if self.postgres is not None:
+            self.postgres.cleanup()
         if self.listener is not None:
             self.listener.stop()
             self.listener = None
+        if self.settings.logs_dir is not None:
+            self.collect_logs(self.settings.logs_dir)
         if self._owns_root:
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def collect_logs(self, dest: Path) -> list[Path]:
+        """Copy every daemon log into ``dest`` (same paths relative to the root)."""
+        copied = []
+        roots = [self.root]
+        if self.postgres is not None and self.postgres.relocated:
+            roots.append(self.postgres.base_dir)
+        for root, log in ((r, f) for r in roots for f in sorted(r.rglob("*.log"))):
+            target = dest / log.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, target)
+            copied.append(target)
+        return copied
 
     def detach(self) -> StackState:
         """Leave the processes running; return (and save) what stops them."""
@@ -201,6 +230,9 @@ class Stack:
             postgres_dsn=self.pg.dsn,
             processes=records,
             owns_root=self._owns_root,
+            remove_dirs=[str(self.postgres.base_dir)]
+            if self.postgres is not None and self.postgres.relocated
+            else [],
         )
         state.save()
         if self.listener is not None:
@@ -232,7 +264,9 @@ class Stack:
             self._client = salt.client.LocalClient(mopts=opts)
         return self._client
 
-    def cmd(self, tgt: str, fun: str, arg: list[Any] | tuple[Any, ...] = (), **kwargs: Any) -> dict[str, Any]:
+    def cmd(
+        self, tgt: str, fun: str, arg: list[Any] | tuple[Any, ...] = (), **kwargs: Any
+    ) -> dict[str, Any]:
         """Run ``fun`` on ``tgt`` and return ``{minion_id: return}``."""
         kwargs.setdefault("timeout", 30)
         return dict(self.client.cmd(tgt, fun, list(arg), **kwargs))

@@ -39,7 +39,9 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "vendor@saltfleet.invalid",
 }
 _PRISTINE_DATE = "2000-01-01T00:00:00+00:00"
-_LOCAL_ARTIFACTS = "__pycache__/\n*.py[co]\n.pytest_cache/\n/build/\n/artifacts/\n.coverage*\n"
+_LOCAL_ARTIFACTS = (
+    "__pycache__/\n*.py[co]\n.pytest_cache/\n/build/\n/artifacts/\n.coverage*\n"
+)
 
 # Options that make format-patch output independent of the user's git config.
 _FORMAT_PATCH_CONFIG = (
@@ -245,9 +247,7 @@ def _unexported_work(src: Path, state: dict[str, str]) -> str | None:
     head = _git(src, "rev-parse", "HEAD").stdout.strip()
     if state.get("head") and head != state["head"]:
         log = _git(src, "log", "--oneline", f"{state['head']}..HEAD", check=False)
-        return "commits not yet exported to patches/:\n" + (
-            log.stdout.rstrip() or head
-        )
+        return "commits not yet exported to patches/:\n" + (log.stdout.rstrip() or head)
     return None
 
 
@@ -265,7 +265,10 @@ def _unpack_pristine(sdist: Path, upstream: Upstream, src: Path) -> None:
         _git(top, "init", "-q", "-b", "main")
         _git(top, "config", "core.autocrlf", "false")
         _git(top, "add", "-A", "--force")
-        env_date = {"GIT_AUTHOR_DATE": _PRISTINE_DATE, "GIT_COMMITTER_DATE": _PRISTINE_DATE}
+        env_date = {
+            "GIT_AUTHOR_DATE": _PRISTINE_DATE,
+            "GIT_COMMITTER_DATE": _PRISTINE_DATE,
+        }
         proc = subprocess.run(
             [
                 "git",
@@ -324,8 +327,10 @@ def vendor(layout: Layout | None = None, *, force: bool = False) -> Path:
     state = _read_state(src) if (src / ".git").is_dir() else {}
     if state:
         unexported = _unexported_work(src, state)
-        if unexported is None and "head" in state and all(
-            state.get(k) == v for k, v in wanted.items()
+        if (
+            unexported is None
+            and "head" in state
+            and all(state.get(k) == v for k, v in wanted.items())
         ):
             _log(f"{src} is up to date ({len(patches)} patches applied)")
             return src
@@ -356,7 +361,9 @@ def vendor(layout: Layout | None = None, *, force: bool = False) -> Path:
     return src
 
 
-def export_patches(layout: Layout | None = None, out_dir: Path | None = None) -> list[Path]:
+def export_patches(
+    layout: Layout | None = None, out_dir: Path | None = None
+) -> list[Path]:
     """Write the commits after the upstream tag as numbered patches + series.
 
     ``out_dir`` defaults to ``patches/``. Patch files of an earlier export that
@@ -437,14 +444,26 @@ def build_wheel(layout: Layout | None = None) -> Path:
             tar.extractall(tree, filter="data")
         _log(f"building the patched Salt wheel ({head[:12]})")
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-             "--disable-pip-version-check", "-w", str(Path(tmp) / "out"), str(tree)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "-q",
+                "--disable-pip-version-check",
+                "-w",
+                str(Path(tmp) / "out"),
+                str(tree),
+            ],
             capture_output=True,
             text=True,
         )
         wheels = sorted((Path(tmp) / "out").glob("*.whl"))
         if proc.returncode != 0 or not wheels:
-            raise VendorError(f"building the Salt wheel failed:\n{proc.stderr.strip()[-2000:]}")
+            raise VendorError(
+                f"building the Salt wheel failed:\n{proc.stderr.strip()[-2000:]}"
+            )
         out.mkdir(parents=True, exist_ok=True)
         target = out / wheels[0].name
         wheels[0].replace(target)
@@ -456,7 +475,11 @@ def touched_files(layout: Layout | None = None) -> list[str]:
     layout = layout or Layout.of_project()
     upstream = read_upstream(layout.upstream_file)
     diff = _git(
-        layout.src_dir, "diff", "--name-only", "--diff-filter=AMR", f"{upstream.tag}..HEAD"
+        layout.src_dir,
+        "diff",
+        "--name-only",
+        "--diff-filter=AMR",
+        f"{upstream.tag}..HEAD",
     )
     return diff.stdout.split()
 
@@ -482,7 +505,8 @@ def touched_test_paths(layout: Layout | None = None) -> list[str]:
     existing = {p for p in paths if (src / p).exists()}
     # a file inside a directory that is already listed would run twice
     return sorted(
-        p for p in existing
+        p
+        for p in existing
         if not any(p != d and p.startswith(d + "/") for d in existing)
     )
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -16,7 +16,9 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m harness ARGS`` from the project root."""
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],

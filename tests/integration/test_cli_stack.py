@@ -48,7 +48,11 @@ def test_up_status_down_with_external_dsn(open_tmp, external_postgres) -> None:
 def test_unreachable_external_dsn(tmp_path) -> None:
     port = free_port()
     result = run_cli(
-        "up", "--root", str(tmp_path / "s"), "--dsn", f"postgresql://salt@127.0.0.1:{port}/pillars"
+        "up",
+        "--root",
+        str(tmp_path / "s"),
+        "--dsn",
+        f"postgresql://salt@127.0.0.1:{port}/pillars",
     )
     assert result.returncode == 2
     assert f"cannot reach PostgreSQL at 127.0.0.1:{port}/pillars" in result.stderr
@@ -56,6 +60,47 @@ def test_unreachable_external_dsn(tmp_path) -> None:
 
 
 def test_malformed_dsn(tmp_path) -> None:
-    result = run_cli("up", "--root", str(tmp_path / "s"), "--dsn", "host=127.0.0.1 port")
+    result = run_cli(
+        "up", "--root", str(tmp_path / "s"), "--dsn", "host=127.0.0.1 port"
+    )
     assert result.returncode == 2
     assert "invalid PostgreSQL DSN" in result.stderr
+
+
+def test_interrupt_during_startup_stops_everything(open_tmp) -> None:
+    """Ctrl-C while the stack comes up leaves no process of it behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from tests.conftest import PROJECT_ROOT
+
+    root = open_tmp / "stack"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "up", "--root", str(root)],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # interrupt once the master exists (its config is written just before it starts)
+    deadline = time.monotonic() + 120
+    while not (root / "master" / "etc" / "salt" / "master").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "interrupted; everything started was stopped" in err
+    assert alive(started) == []
+    leftovers = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(root) in part for part in (p.info["cmdline"] or []))
+    ]
+    assert leftovers == []

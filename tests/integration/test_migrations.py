@@ -43,9 +43,15 @@ def test_apply_in_order_once(server, tmp_path) -> None:
 
 
 def test_failed_migration_rolls_back_alone(server, tmp_path) -> None:
-    (tmp_path / "0003_good.sql").write_text("CREATE TABLE kept (x int); INSERT INTO kept VALUES (1);")
-    (tmp_path / "0004_bad.sql").write_text("CREATE TABLE half (x int); SELECT no_such_column FROM kept;")
-    with pytest.raises(MigrationError, match="0004_bad.sql failed and was rolled back"):
+    (tmp_path / "0003_good.sql").write_text(
+        "CREATE TABLE kept (x int); INSERT INTO kept VALUES (1);"
+    )
+    (tmp_path / "0004_bad.sql").write_text(
+        "CREATE TABLE half (x int); SELECT no_such_column FROM kept;"
+    )
+    with pytest.raises(
+        MigrationError, match=r"0004_bad\.sql failed and was rolled back"
+    ):
         migrations.apply(server.connection, tmp_path)
     assert _query(server, "SELECT x FROM kept") == [(1,)]
     assert _query(server, "SELECT to_regclass('half') IS NULL") == [(True,)]
@@ -54,5 +60,5 @@ def test_failed_migration_rolls_back_alone(server, tmp_path) -> None:
 @pytest.mark.parametrize("name", ["1_short.sql", "0001-dash.sql", "0001_Upper.sql"])
 def test_misnamed_migration(tmp_path, name) -> None:
     (tmp_path / name).write_text("SELECT 1;")
-    with pytest.raises(MigrationError, match="NNNN_lowercase_name.sql"):
+    with pytest.raises(MigrationError, match=r"NNNN_lowercase_name\.sql"):
         migrations.discover(tmp_path)

@@ -20,7 +20,9 @@ def stack():
         yield running
 
 
-@pytest.mark.parametrize("name,scenario", SCENARIOS, ids=[name for name, _ in SCENARIOS])
+@pytest.mark.parametrize(
+    "name,scenario", SCENARIOS, ids=[name for name, _ in SCENARIOS]
+)
 def test_demo_scenario(stack: Stack, name, scenario) -> None:
     assert scenario(stack)
 
@@ -61,6 +63,8 @@ def test_port_in_use_stops_nothing_running(tmp_path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         stack = Stack(StackSettings(root=tmp_path, pg_port=port, real_minion=False))
-        with pytest.raises(Exception, match=f"PostgreSQL port {port} on 127.0.0.1 is already in use"):
+        with pytest.raises(
+            Exception, match=f"PostgreSQL port {port} on 127.0.0.1 is already in use"
+        ):
             stack.start()
     assert stack.postgres is None

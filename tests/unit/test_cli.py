@@ -18,7 +18,9 @@ from harness.cli import main
         (["launch"], "invalid choice"),
     ],
 )
-def test_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_arguments(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
@@ -32,7 +34,9 @@ def test_status_without_a_stack(tmp_path, capsys: pytest.CaptureFixture[str]) ->
     assert "no stack is recorded" in capsys.readouterr().err
 
 
-def test_taken_port_is_refused_before_anything_starts(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_taken_port_is_refused_before_anything_starts(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()

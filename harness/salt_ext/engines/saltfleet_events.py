@@ -12,6 +12,8 @@ When the harness goes away (``python -m harness up`` returns), forwarding
 stops quietly and resumes if a listener comes back.
 """
 
+from __future__ import annotations
+
 import json
 import logging
 import socket
@@ -24,18 +26,18 @@ log = logging.getLogger(__name__)
 RECONNECT_INTERVAL = 2.0
 
 
-def _connect(host, port):
+def _connect(host: str, port: int) -> socket.socket | None:
     try:
         return socket.create_connection((host, port), timeout=5)
     except OSError:
         return None
 
 
-def start(host="127.0.0.1", port=None):
+def start(host: str = "127.0.0.1", port: int = 0) -> None:
     """
     Run the forwarder until the master stops it.
     """
-    opts = __opts__  # pylint: disable=undefined-variable
+    opts = __opts__  # type: ignore[name-defined]  # noqa: F821 (loader-injected)
     conn = None
     deadline = time.monotonic() + 30
     while conn is None and time.monotonic() < deadline:

@@ -1,0 +1,50 @@
+"""The embedded PostgreSQL: restartable, and usable from private directories as root."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.ports import free_port
+from harness.postgres import EmbeddedPostgres, check_reachable
+
+pytestmark = pytest.mark.integration
+
+
+def test_restart_keeps_data(open_tmp) -> None:
+    pg = EmbeddedPostgres(open_tmp / "pg", free_port())
+    pg.start()
+    try:
+        conn = pg.connection.connect()
+        with conn, conn.cursor() as cur:
+            cur.execute("CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)")
+        conn.close()
+        pg.stop()
+        assert not pg.process.running()
+        pg.start()
+        conn = pg.connection.connect()
+        with conn.cursor() as cur:
+            cur.execute("SELECT x FROM kept")
+            assert cur.fetchall() == [(7,)]
+        conn.close()
+    finally:
+        pg.stop()
+        pg.cleanup()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as nobody")
+def test_private_root_directory_as_root() -> None:
+    private = Path(tempfile.mkdtemp(prefix="saltfleet-private-"))  # 0700
+    pg = EmbeddedPostgres(private / "pg", free_port())
+    try:
+        pg.start()
+        assert pg.relocated
+        assert check_reachable(pg.connection)
+    finally:
+        pg.stop()
+        pg.cleanup()
+        private.rmdir()
+    assert not pg.base_dir.exists()
