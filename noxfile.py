@@ -1,12 +1,12 @@
 """Every saltfleet workflow is a nox session; the work lives in the packages.
 
-    nox -s demo             the main job: stack up, every scenario, report, stop
-    nox -s tests            patches' own tests, upstream's tests of touched
-                            areas, and the project's tests (what .ci/run runs)
-    nox -s vendor           salt/src = pinned sdist + patches/series
-    nox -s export-patches   salt/src commits -> patches/
-    nox -s harness -- up    the harness CLI (up / status / down / demo)
-    nox -s lint             ruff, mypy, and black on the files the series touches
+nox -s demo             the main job: stack up, every scenario, report, stop
+nox -s tests            patches' own tests, upstream's tests of touched
+                        areas, and the project's tests (what .ci/run runs)
+nox -s vendor           salt/src = pinned sdist + patches/series
+nox -s export-patches   salt/src commits -> patches/
+nox -s harness -- up    the harness CLI (up / status / down / demo)
+nox -s lint             ruff, mypy, and black on the files the series touches
 """
 
 from __future__ import annotations
@@ -39,7 +39,10 @@ def _install(session: nox.Session, *extras: str) -> None:
     """Install the project and the patched Salt wheel (rebuilt per salt/src commit)."""
     _vendor(session)
     wheel = session.run(
-        "python", "-c", "from harness import vendor; print(vendor.build_wheel())", silent=True
+        "python",
+        "-c",
+        "from harness import vendor; print(vendor.build_wheel())",
+        silent=True,
     )
     wheel_path = str(wheel).strip().splitlines()[-1]
     spec = f".[{','.join(extras)}]" if extras else "."
@@ -81,11 +84,24 @@ def tests(session: nox.Session) -> None:
     if paths:
         with session.chdir(SALT_SRC):
             session.run(
-                "python", "-m", "pytest", *SALT_PYTEST, *workers, "-q", *paths,
+                "python",
+                "-m",
+                "pytest",
+                *SALT_PYTEST,
+                *workers,
+                "-q",
+                *paths,
                 success_codes=no_tests_ok,
             )
     session.run(
-        "python", "-m", "pytest", *workers, "--dist", "loadfile", *session.posargs, "tests",
+        "python",
+        "-m",
+        "pytest",
+        *workers,
+        "--dist",
+        "loadfile",
+        *session.posargs,
+        "tests",
         success_codes=no_tests_ok,
     )
 
@@ -109,10 +125,14 @@ def lint(session: nox.Session) -> None:
     """ruff and mypy on the project; black (upstream's version) on patched files."""
     _install(session, "lint")
     session.run("ruff", "check", "harness", "evil_minions", "tests", "noxfile.py")
-    session.run("ruff", "format", "--check", "harness", "evil_minions", "tests", "noxfile.py")
+    session.run(
+        "ruff", "format", "--check", "harness", "evil_minions", "tests", "noxfile.py"
+    )
     session.run("mypy")
     touched = session.run(
-        "python", "-c", "from harness import vendor; print(' '.join(vendor.touched_files()))",
+        "python",
+        "-c",
+        "from harness import vendor; print(' '.join(vendor.touched_files()))",
         silent=True,
     )
     files = [f for f in str(touched).split() if f.endswith(".py")]
