@@ -165,20 +165,30 @@ def reachable_install(bin_dir: Path) -> Path:
     if blocked_ancestor(bin_dir) is None:
         return bin_dir
     install = bin_dir.parent
+    package = install.parent
+    # Wheels repaired by auditwheel find their shared libraries through an
+    # RPATH relative to the binary ($ORIGIN/../../../<package>.libs): copy
+    # the install and that sibling directory with their relative layout.
+    libs = package.parent / f"{package.name}.libs"
     stamp = f"{install}:{(bin_dir / 'postgres').stat().st_mtime_ns}"
     digest = hashlib.sha256(stamp.encode()).hexdigest()[:12]
     target = Path(tempfile.gettempdir()) / f"saltfleet-postgres-{digest}"
+    copied_bin = target / package.name / install.name / bin_dir.name
     if not (target / ".complete").exists():
         staging = Path(tempfile.mkdtemp(prefix=".saltfleet-postgres-"))
         try:
-            shutil.copytree(install, staging / "install", symlinks=True)
-            (staging / "install" / ".complete").write_text(str(install) + "\n")
-            (staging / "install").chmod(0o755)
+            tree = staging / "tree"
+            shutil.copytree(install, tree / package.name / install.name, symlinks=True)
+            if libs.is_dir():
+                shutil.copytree(libs, tree / libs.name, symlinks=True)
+            for directory in (tree, tree / package.name):
+                directory.chmod(0o755)
+            (tree / ".complete").write_text(str(install) + "\n")
             with contextlib.suppress(OSError):  # another run got there first
-                (staging / "install").rename(target)
+                tree.rename(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return target / bin_dir.name
+    return copied_bin
 
 
 class EmbeddedPostgres:

@@ -48,3 +48,36 @@ def test_private_root_directory_as_root() -> None:
         pg.cleanup()
         private.rmdir()
     assert not pg.base_dir.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as nobody")
+def test_binaries_in_a_private_directory_as_root() -> None:
+    """A wheel installed under a 0700 checkout is copied where nobody can run it."""
+    import shutil
+    import subprocess
+
+    from harness.postgres import UNPRIVILEGED_USER, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    install, package = bin_dir.parent, bin_dir.parent.parent
+    private = Path(tempfile.mkdtemp(prefix="saltfleet-private-"))  # 0700
+    try:
+        site = private / "site-packages"
+        shutil.copytree(install, site / package.name / install.name, symlinks=True)
+        libs = package.parent / f"{package.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, site / libs.name, symlinks=True)
+        from harness.postgres import reachable_install
+
+        usable = reachable_install(site / package.name / install.name / bin_dir.name)
+        assert not str(usable).startswith(str(private))
+        out = subprocess.run(
+            [str(usable / "initdb"), "--version"],
+            user=UNPRIVILEGED_USER,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "initdb (PostgreSQL)" in out.stdout
+    finally:
+        shutil.rmtree(private)
