@@ -92,6 +92,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="start a stack, run every scenario, report, stop")
     _add_stack_options(p)
+
+    pillar = sub.add_parser("pillar", help="pillars in PostgreSQL: generate, import")
+    psub = pillar.add_subparsers(dest="pillar_command", required=True, metavar="ACTION")
+    p = psub.add_parser(
+        "generate", help="write a synthetic fleet's pillars as a file tree"
+    )
+    p.add_argument("tree", type=Path, help="directory to write (must not exist)")
+    p.add_argument("--minions", type=_positive, default=1000)
+    p.add_argument("--prefix", default="evil", help="minion ids are PREFIX-NNNN")
+    p = psub.add_parser("import", help="import a pillar file tree into PostgreSQL")
+    p.add_argument("tree", type=Path)
+    p.add_argument(
+        "--dsn",
+        help="target database; default $SALTFLEET_PG_DSN or the stack in --root",
+    )
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    p.add_argument(
+        "--dry-run", action="store_true", help="show what would change, write nothing"
+    )
+    p.add_argument(
+        "--no-verify", action="store_true", help="skip compiling every pillar both ways"
+    )
     return parser
 
 
@@ -210,6 +232,64 @@ def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
     }
 
 
+def cmd_pillar(args: argparse.Namespace) -> int:
+    from harness.pillar import generate, migrate
+    from harness.pillar.files import write_tree
+
+    if args.pillar_command == "generate":
+        if args.tree.exists():
+            raise HarnessError(f"{args.tree} exists; choose a new directory")
+        ids = [f"{args.prefix}-{n:04d}" for n in range(1, args.minions + 1)]
+        write_tree(generate.generate(ids), args.tree)
+        print(f"wrote pillars of {len(ids)} minions to {args.tree}")
+        return 0
+    info = _pillar_database(args)
+    import psycopg2
+
+    try:
+        fleet, changes = migrate.import_tree(info, args.tree, dry_run=args.dry_run)
+    except psycopg2.Error as exc:
+        raise HarnessError(
+            f"import failed and nothing was written: {str(exc).strip()}"
+        ) from None
+    print(changes.render())
+    if args.dry_run:
+        print("dry run: nothing was written")
+        return 0
+    if args.no_verify:
+        return 0
+    differences = migrate.verify(info, args.tree, fleet, progress=migrate.progress_line)
+    for diff in differences[:20]:
+        print(
+            f"DIFFERENT {diff.minion_id}:\n  files:    {diff.files}\n  database: {diff.database}"
+        )
+    print(
+        f"{len(fleet.minions) - len(differences)} of {len(fleet.minions)} minions compile "
+        "to the same pillar from files and from the database"
+    )
+    return 1 if differences else 0
+
+
+def _pillar_database(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from harness.postgres import check_reachable, connection_from_dsn
+    from harness.stack import STATE_FILE, StackState
+
+    dsn = args.dsn or os.environ.get("SALTFLEET_PG_DSN")
+    if not dsn:
+        if not (args.root / STATE_FILE).exists():
+            raise HarnessError(
+                "no database given: pass --dsn, set SALTFLEET_PG_DSN, or start a stack "
+                "with `python -m harness up`"
+            )
+        dsn = StackState.load(args.root.resolve()).postgres_dsn
+    info = connection_from_dsn(dsn)
+    check_reachable(info)
+    from harness import migrations
+
+    migrations.apply(info)
+    return info
+
+
 COMMANDS = {
     "vendor": cmd_vendor,
     "export-patches": cmd_export,
@@ -217,6 +297,7 @@ COMMANDS = {
     "status": cmd_status,
     "down": cmd_down,
     "demo": cmd_demo,
+    "pillar": cmd_pillar,
 }
 
 

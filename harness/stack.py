@@ -12,10 +12,12 @@ errors and Ctrl-C::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ class StackSettings:
     ret_port: int | None = None
     worker_threads: int = 4
     real_minion: bool = True
+    minion_id: str = REAL_MINION_ID
     ext_pillar: list[dict[str, Any]] | None = None
     master_opts: dict[str, Any] = field(default_factory=dict)
     apply_migrations: bool = True
@@ -125,7 +128,6 @@ class Stack:
         self.listener: EventListener | None = None
         self.master: Master | None = None
         self.minion: Minion | None = None
-        self._client: Any = None
         self._detached = False
 
     # -- lifecycle -----------------------------------------------------
@@ -177,7 +179,7 @@ class Stack:
         self.master.start()
         if s.real_minion:
             self.minion = Minion(
-                self.root / "minion", REAL_MINION_ID, self.master, self.listener
+                self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()
 
@@ -185,9 +187,6 @@ class Stack:
         """Stop what was started, in reverse order; safe to call twice."""
         if self._detached:
             return
-        if self._client is not None:
-            self._client.destroy()
-            self._client = None
         for part in (self.minion, self.master, self.postgres):
             if part is not None:
                 part.stop()
@@ -252,21 +251,29 @@ class Stack:
                 pids.extend(part.process._seen)
         return pids
 
-    @property
-    def client(self) -> Any:
-        """A ``salt.client.LocalClient`` for this master (created once)."""
-        if self._client is None:
-            import salt.client
-            import salt.config
+    @contextlib.contextmanager
+    def client(self) -> Iterator[Any]:
+        """A ``salt.client.LocalClient`` for this master, destroyed after use.
 
-            assert self.master is not None
-            opts = salt.config.client_config(str(self.master.settings.conf_file))
-            self._client = salt.client.LocalClient(mopts=opts)
-        return self._client
+        Not kept across calls: a LocalClient stops receiving returns once
+        another master's client has lived in the same process (seen with
+        Salt 3008.3 when a test runs two stacks one after the other).
+        """
+        import salt.client
+        import salt.config
+
+        assert self.master is not None
+        opts = salt.config.client_config(str(self.master.settings.conf_file))
+        client = salt.client.LocalClient(mopts=opts)
+        try:
+            yield client
+        finally:
+            client.destroy()
 
     def cmd(
         self, tgt: str, fun: str, arg: list[Any] | tuple[Any, ...] = (), **kwargs: Any
     ) -> dict[str, Any]:
         """Run ``fun`` on ``tgt`` and return ``{minion_id: return}``."""
         kwargs.setdefault("timeout", 30)
-        return dict(self.client.cmd(tgt, fun, list(arg), **kwargs))
+        with self.client() as client:
+            return dict(client.cmd(tgt, fun, list(arg), **kwargs))

@@ -1,0 +1,60 @@
+"""Compile a minion's pillar in-process, as the master would, for a given set
+of master options (pillar_roots, ext_pillar)."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.postgres import ConnectionInfo
+
+
+class PillarCompiler:
+    """Salt's own ``salt.pillar.Pillar`` over one set of master options.
+
+    The module loader is built once and shared by every compile.
+    """
+
+    def __init__(self, overrides: dict[str, Any], workdir: Path | None = None) -> None:
+        import salt.config
+        import salt.loader
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="saltfleet-compile-")
+        root = Path(self._tmp.name) if workdir is None else workdir
+        base = {
+            "root_dir": str(root),
+            "cachedir": str(root / "cache"),
+            "pki_dir": str(root / "pki"),
+            "sock_dir": str(root / "sock"),
+            "log_file": str(root / "master.log"),
+            "file_roots": {"base": [str(root / "files")]},
+            "pillar_roots": {"base": [str(root / "empty-pillar")]},
+        }
+        (root / "empty-pillar").mkdir(parents=True, exist_ok=True)
+        self.opts = salt.config.apply_master_config(
+            {**base, **overrides}, copy.deepcopy(salt.config.DEFAULT_MASTER_OPTS)
+        )
+        self._functions = salt.loader.minion_mods(self.opts)
+
+    def compile(self, minion_id: str) -> dict[str, Any]:
+        import salt.pillar
+
+        pillar = salt.pillar.Pillar(
+            self.opts, {"id": minion_id}, minion_id, "base", functions=self._functions
+        )
+        return dict(pillar.compile_pillar())
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+
+def file_compiler(tree: Path) -> PillarCompiler:
+    return PillarCompiler({"pillar_roots": {"base": [str(tree)]}})
+
+
+def database_compiler(
+    info: ConnectionInfo, ext_pillar: list[dict[str, Any]]
+) -> PillarCompiler:
+    return PillarCompiler({"postgres": info.salt_options(), "ext_pillar": ext_pillar})
