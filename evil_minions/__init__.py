@@ -1,0 +1,76 @@
+"""
+evil_minions: many simulated Salt minions on Salt's own protocol, for Salt 3008.
+
+A real salt-master treats every simulated minion like a real one: each has its
+own id and RSA key, authenticates with Salt's ``AsyncAuth``, talks over Salt's
+``AsyncReqChannel``, matches targets with Salt's matchers against synthetic
+grains, answers the functions a fleet sees and fires start and beacon events.
+Many minions share one event loop per process; ``--processes`` spreads them
+over cores.
+
+Layout (one job per module)::
+
+    config.py      FleetConfig, TimingModel, LatencySpec: every knob and default
+    keys.py        ensure_keys / seed_master: per-minion RSA keys, cached on disk
+    grains.py      synthetic_grains: deterministic per-id grains (OS mix, network)
+    packages.py    PackageSet: per-minion package set behind pkg.list_pkgs
+    matching.py    TargetMatcher: Salt's matcher modules on a minion's view
+    jobs.py        JobTracker: in-flight jobs and job slots (saltutil.running)
+    states.py      synthetic_state_run: state results in highstate format
+    functions.py   the simulated execution functions and the job -> return path
+    replay.py      replay files: record a real minion, replay with own id
+    saltopts.py    Salt minion opts for simulated minions
+    minion.py      SimulatedMinion: one identity on Salt's request channel
+    fleet.py       FleetWorker: one process, one loop, one publish subscription
+    supervisor.py  FleetSupervisor: workers, progress, readiness, shutdown
+    control.py     control sockets: beacons, slowdown, live status
+    status.py      counters, status.json, wait_ready
+    cli.py         python -m evil_minions
+
+Typical use from a harness:
+
+.. code-block:: python
+
+    import subprocess, sys
+    from evil_minions import FleetConfig, ensure_keys, seed_master, wait_ready, fire_beacons
+
+    cfg = FleetConfig(master_host="127.0.0.1", ret_port=4506, publish_port=4505,
+                      count=1000, keys_dir="/var/tmp/em-keys", run_dir="/tmp/em-run")
+    ensure_keys(cfg.keys_dir, cfg.minion_ids(), progress=print)
+    seed_master(cfg.keys_dir, "/etc/salt/pki/master", cfg.minion_ids())
+    proc = subprocess.Popen([sys.executable, "-m", "evil_minions", *cfg.to_argv()])
+    wait_ready(cfg.effective_run_dir, timeout=600)
+    fire_beacons(cfg.effective_run_dir, ["evil-0001"])
+    proc.terminate(); proc.wait()
+"""
+
+from evil_minions.config import FleetConfig, LatencySpec, TimingModel, minion_ids
+from evil_minions.control import BeaconReport, fire_beacons, set_slowdown
+from evil_minions.grains import synthetic_grains
+from evil_minions.keys import ensure_keys, seed_master
+from evil_minions.replay import (
+    ReplayCall,
+    ReplayStore,
+    record_from_client,
+    record_from_returns,
+)
+from evil_minions.status import read_status, wait_ready
+
+__all__ = [
+    "BeaconReport",
+    "FleetConfig",
+    "LatencySpec",
+    "ReplayCall",
+    "ReplayStore",
+    "TimingModel",
+    "ensure_keys",
+    "fire_beacons",
+    "minion_ids",
+    "read_status",
+    "record_from_client",
+    "record_from_returns",
+    "seed_master",
+    "set_slowdown",
+    "synthetic_grains",
+    "wait_ready",
+]
