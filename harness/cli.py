@@ -43,6 +43,16 @@ def _positive(value: str) -> int:
     return number
 
 
+def _non_negative(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {number}")
+    return number
+
+
 def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dsn",
@@ -60,6 +70,12 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-minion", action="store_true", help="do not start the real salt-minion"
+    )
+    parser.add_argument(
+        "--minions",
+        type=_non_negative,
+        default=0,
+        help="simulated minions to start (evil_minions); default 0",
     )
 
 
@@ -127,6 +143,7 @@ def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-unt
         ret_port=args.ret_port,
         worker_threads=args.worker_threads,
         real_minion=not args.no_minion,
+        simulated_minions=args.minions,
         **extra,
     )
 

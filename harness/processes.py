@@ -115,6 +115,10 @@ class ManagedProcess:
         except psutil.NoSuchProcess:
             pass
 
+    def seen_pids(self) -> list[int]:
+        """Descendants noted by :meth:`remember_descendants`."""
+        return list(self._seen)
+
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return log_tail(self.log_path, lines)
 

@@ -53,6 +53,11 @@ class StackSettings:
     worker_threads: int = 4
     real_minion: bool = True
     minion_id: str = REAL_MINION_ID
+    # simulated minions (evil_minions): how many, where their keys are cached,
+    # and FleetConfig fields to override (timing, processes, prefix ...)
+    simulated_minions: int = 0
+    simulated_keys_dir: Path | None = None
+    simulated_config: dict[str, Any] = field(default_factory=dict)
     ext_pillar: list[dict[str, Any]] | None = None
     master_opts: dict[str, Any] = field(default_factory=dict)
     apply_migrations: bool = True
@@ -128,6 +133,7 @@ class Stack:
         self.listener: EventListener | None = None
         self.master: Master | None = None
         self.minion: Minion | None = None
+        self.fleet: Any = None  # harness.fleet.SimulatedFleet, imported lazily
         self._detached = False
 
     # -- lifecycle -----------------------------------------------------
@@ -182,14 +188,28 @@ class Stack:
                 self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()
+        if s.simulated_minions:
+            self._start_fleet()
+
+    def _start_fleet(self) -> None:
+        from evil_minions import FleetConfig
+        from harness.fleet import DEFAULT_KEYS_DIR, SimulatedFleet
+
+        assert self.master is not None
+        s = self.settings
+        keys_dir = s.simulated_keys_dir or DEFAULT_KEYS_DIR
+        config = FleetConfig(
+            count=s.simulated_minions, keys_dir=str(keys_dir), **s.simulated_config
+        )
+        self.fleet = SimulatedFleet(self.root / "fleet", self.master, config)
+        self.fleet.start()
 
     def stop(self) -> None:
         """Stop what was started, in reverse order; safe to call twice."""
         if self._detached:
             return
-        for part in (self.minion, self.master, self.postgres):
-            if part is not None:
-                part.stop()
+        for part in self._parts()[::-1]:
+            part.stop()
         if self.postgres is not None:
             self.postgres.cleanup()
         if self.listener is not None:
@@ -216,11 +236,7 @@ class Stack:
     def detach(self) -> StackState:
         """Leave the processes running; return (and save) what stops them."""
         assert self.master is not None and self.pg is not None
-        records = [
-            part.process.record()
-            for part in (self.postgres, self.master, self.minion)
-            if part is not None
-        ]
+        records = [part.process.record() for part in self._parts()]
         state = StackState(
             root=str(self.root),
             master_conf_dir=str(self.master.settings.conf_dir),
@@ -240,15 +256,22 @@ class Stack:
         return state
 
     # -- using it --------------------------------------------------------
+    def _parts(self) -> list[Any]:
+        """The started parts, in start order."""
+        return [
+            p
+            for p in (self.postgres, self.master, self.minion, self.fleet)
+            if p is not None
+        ]
+
     def pids(self) -> list[int]:
         """Every pid the stack started or saw its daemons fork."""
         pids: list[int] = []
-        for part in (self.postgres, self.master, self.minion):
-            if part is not None and part.process.returncode() is None:
+        for part in self._parts():
+            if part.process.returncode() is None:
                 part.process.remember_descendants()
-            if part is not None:
-                pids.append(part.process.pid)
-                pids.extend(part.process._seen)
+            pids.append(part.process.pid)
+            pids.extend(part.process.seen_pids())
         return pids
 
     @contextlib.contextmanager

@@ -70,3 +70,14 @@ def open_tmp_module():
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_configure(config):
+    """Let SIGTERM (a CI time limit, ``timeout``) unwind like Ctrl-C, so that
+    fixtures stop the stacks they started instead of leaving them running."""
+    import signal
+
+    def _interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)

@@ -1,0 +1,126 @@
+"""Simulated minions (``evil_minions``) as a part of the stack.
+
+Keys are generated once into a cache directory and pre-seeded into the
+master's accepted keys, so a fleet of 1000 starts without key generation or
+an acceptance wait; start-up prints progress until every minion is
+authenticated and connected.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from evil_minions import FleetConfig, ensure_keys, read_status, seed_master
+from evil_minions.status import format_progress, format_summary
+from harness.master import Master
+from harness.processes import ManagedProcess, StartupError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_KEYS_DIR = PROJECT_ROOT / ".saltfleet" / "keys"
+# ~ what 1000 minions need here with cached keys, with a wide margin
+START_TIMEOUT = 900.0
+
+Progress = Callable[[str], None]
+
+
+class _ProgressPrinter:
+    """One updating line on a terminal; a line every few seconds in a log."""
+
+    def __init__(self, interval: float = 5.0) -> None:
+        self.interval = interval
+        self._last = 0.0
+
+    def __call__(self, line: str) -> None:
+        if sys.stderr.isatty():
+            end = "" if not line.endswith("\n") else "\n"
+            print(f"\r{line.rstrip()}\033[K", end=end, file=sys.stderr, flush=True)
+            return
+        now = time.monotonic()
+        if line.endswith("\n") or now - self._last >= self.interval:
+            self._last = now
+            print(line.rstrip(), file=sys.stderr, flush=True)
+
+
+print_progress = _ProgressPrinter()
+
+
+class SimulatedFleet:
+    """One ``python -m evil_minions`` supervisor and its worker processes."""
+
+    def __init__(
+        self,
+        root: Path,
+        master: Master,
+        config: FleetConfig,
+        *,
+        progress: Progress | None = print_progress,
+    ) -> None:
+        self.root = root
+        self.master = master
+        self.config = replace(
+            config,
+            master_host="127.0.0.1",
+            ret_port=master.settings.ret_port,
+            publish_port=master.settings.publish_port,
+            run_dir=str(root / "run"),
+        )
+        self.progress = progress
+        self.process = ManagedProcess(
+            "evil_minions",
+            [sys.executable, "-m", "evil_minions", *self.config.to_argv()],
+            root / "evil_minions.log",
+        )
+
+    @property
+    def ids(self) -> list[str]:
+        return self.config.minion_ids()
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+
+    def start(self) -> dict[str, object]:
+        """Start the fleet; return its status once every minion is connected."""
+        ids = self.ids
+        ensure_keys(
+            self.config.keys_dir,
+            ids,
+            keysize=self.config.keysize,
+            progress=lambda done, total: self._say(f"minion keys: {done}/{total}"),
+        )
+        seed_master(self.config.keys_dir, self.master.settings.pki_dir, ids)
+        started = time.time()
+        self.process.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            status = read_status(self.config.run_dir)
+            fresh = status is not None and float(status.get("updated_at", 0)) >= started
+            if fresh and status is not None:
+                self._say(format_progress(status))
+                if status.get("ready"):
+                    self._say(format_summary(status) + "\n")
+                    self.process.remember_descendants()
+                    return status
+                if status.get("state") in ("failed", "stopped"):
+                    raise self.process.fail(
+                        f"stopped while starting: {format_summary(status)}"
+                    )
+            if not self.process.running():
+                raise self.process.fail(f"exited with code {self.process.returncode()}")
+            if time.monotonic() > deadline:
+                raise StartupError(
+                    f"{len(ids)} simulated minions not all connected after "
+                    f"{START_TIMEOUT:.0f}s; last status: "
+                    f"{format_summary(status) if status else 'none'}\n{self.process.log_tail()}"
+                )
+            time.sleep(0.5)
+
+    def status(self) -> dict[str, object] | None:
+        return read_status(self.config.run_dir)
+
+    def stop(self) -> None:
+        self.process.stop(timeout=60)
