@@ -5,7 +5,9 @@ nox -s tests            patches' own tests, upstream's tests of touched
                         areas, and the project's tests (what .ci/run runs)
 nox -s vendor           salt/src = pinned sdist + patches/series
 nox -s export-patches   salt/src commits -> patches/
-nox -s harness -- up    the harness CLI (up / status / down / demo)
+nox -s harness -- up    the harness CLI (up / status / down / demo / pillar)
+nox -s bench -- NAME    a benchmark (minions, pillar, interfaces); report in benchmarks/results/
+nox -s interfaces-report   the pkg interface conformance matrix
 nox -s lint             ruff, mypy, and black on the files the series touches
 """
 
@@ -111,6 +113,20 @@ def demo(session: nox.Session) -> None:
     """Bring the stack up on embedded defaults, run every scenario, report, stop."""
     _install(session)
     session.run("python", "-m", "harness", "demo", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """A benchmark and its report: nox -s bench -- minions|pillar [options]."""
+    _install(session, "bench")
+    session.run("python", "-m", "benchmarks", *(session.posargs or ["--help"]))
+
+
+@nox.session(name="interfaces-report", python=PYTHON)
+def interfaces_report(session: nox.Session) -> None:
+    """How every provider of a virtual module conforms to its interface (default: pkg)."""
+    _install(session)
+    session.run("python", "-m", "salt.interfaces.report", *(session.posargs or ["pkg"]))
 
 
 @nox.session(python=PYTHON)

@@ -197,7 +197,8 @@ class Stack:
 
         assert self.master is not None
         s = self.settings
-        keys_dir = s.simulated_keys_dir or DEFAULT_KEYS_DIR
+        # absolute: the fleet's worker processes do not share our cwd
+        keys_dir = (s.simulated_keys_dir or DEFAULT_KEYS_DIR).resolve()
         config = FleetConfig(
             count=s.simulated_minions, keys_dir=str(keys_dir), **s.simulated_config
         )

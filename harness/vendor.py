@@ -487,21 +487,38 @@ def touched_files(layout: Layout | None = None) -> list[str]:
 def touched_test_paths(layout: Layout | None = None) -> list[str]:
     """Upstream test paths (relative to ``salt/src``) covering what the series touches.
 
-    ``salt/<area>/...`` maps to ``tests/pytests/unit/<area>/`` and
-    ``salt/<name>.py`` to ``tests/pytests/unit/test_<name>.py``, where they exist;
-    test files the series itself adds or changes are included as well.
+    By upstream's naming convention ``salt/<dirs>/<name>.py`` is tested by
+    ``tests/pytests/unit/<dirs>/test_<name>.py`` and ``tests/unit/<dirs>/test_<name>.py``,
+    and a package's ``__init__.py`` by ``tests/pytests/unit/<dirs>/`` and
+    ``tests/unit/test_<package>.py``. Test files the series adds or changes are
+    included, and so is every path listed in ``patches/upstream-tests`` (wider
+    areas the convention misses). Only paths that exist are returned.
     """
     layout = layout or Layout.of_project()
     src = layout.src_dir
     paths: set[str] = set()
     for name in touched_files(layout):
-        parts = Path(name).parts
-        if parts[0] == "tests" and name.endswith(".py"):
+        path = Path(name)
+        if (
+            path.parts[0] == "tests"
+            and path.name.startswith("test_")
+            and path.suffix == ".py"
+        ):
             paths.add(name)
-        elif parts[0] == "salt" and len(parts) > 2:
-            paths.add(f"tests/pytests/unit/{parts[1]}")
-        elif parts[0] == "salt" and len(parts) == 2:
-            paths.add(f"tests/pytests/unit/test_{Path(parts[1]).stem}.py")
+        elif path.parts[0] == "salt" and path.suffix == ".py":
+            dirs = "/".join(path.parts[1:-1])
+            if path.stem == "__init__" and dirs:
+                paths.add(f"tests/pytests/unit/{dirs}")
+                paths.add(f"tests/unit/test_{path.parts[-2]}.py")
+            else:
+                for base in ("tests/pytests/unit", "tests/unit"):
+                    paths.add(f"{base}/{dirs}/test_{path.stem}.py".replace("//", "/"))
+    listed = layout.patches_dir / "upstream-tests"
+    if listed.exists():
+        for raw in listed.read_text().splitlines():
+            entry = raw.split("#", 1)[0].strip()
+            if entry:
+                paths.add(entry.rstrip("/"))
     existing = {p for p in paths if (src / p).exists()}
     # a file inside a directory that is already listed would run twice
     return sorted(

@@ -42,7 +42,11 @@ def _postgres(queries: list[str], module: str = "postgres") -> list[dict[str, An
 def master_opts(
     variant: str, *, pillar_tree: Path | None, extension_dir: Path
 ) -> dict[str, Any]:
-    """Master options (beyond the stack's defaults) for ``variant``."""
+    """Master options (beyond the stack's defaults) for ``variant``.
+
+    ``extension_dir`` must lie under the master's ``root_dir``: Salt prefixes
+    the root to an absolute path outside it.
+    """
     if variant == "files":
         if pillar_tree is None:
             raise HarnessError("the files variant needs a pillar tree")

@@ -1,0 +1,387 @@
+"""Pillar benchmark: the RFC's experiment, side by side in one run.
+
+1. Micro: one warm ext_pillar lookup, in-process, through Salt's loader:
+   the patched ``postgres`` module (kept connection, lookup function) against
+   upstream's unpatched module (a connection per compile), p50 / p99.
+2. Fleet: a master per variant (``files``, ``db-function``, ``db-queries``,
+   ``db-upstream``) with N simulated minions; R rounds of
+   ``salt '*' pillar.items`` and ``salt '*' test.ping``. Per variant: round
+   wall time, master CPU, peak PostgreSQL client connections and backends.
+
+All variants use one PostgreSQL and the same generated fleet.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from benchmarks import report
+from harness.pillar import variants
+from harness.pillar.files import write_tree
+from harness.pillar.generate import generate
+from harness.pillar.model import Fleet, merged_pillar
+from harness.pillar.store import PillarStore
+from harness.ports import free_port
+from harness.postgres import ConnectionInfo, EmbeddedPostgres
+
+GOAL_ROUND_RATIO = 0.8  # patched DB round time <= 0.8 x file pillars
+GOAL_P50_MS = 0.5
+GOAL_SPEEDUP = 5.0
+
+
+@dataclass
+class MicroResult:
+    name: str
+    samples_ms: list[float]
+
+    @property
+    def p50(self) -> float:
+        return report.percentile(self.samples_ms, 50)
+
+    @property
+    def p99(self) -> float:
+        return report.percentile(self.samples_ms, 99)
+
+
+def micro_benchmark(
+    info: ConnectionInfo, minion_ids: list[str], calls: int, workdir: Path
+) -> list[MicroResult]:
+    """Time single ext_pillar calls, warm, for the patched and upstream modules."""
+    import copy
+
+    import salt.config
+    import salt.loader
+
+    variants.install_upstream_module(workdir / "ext")
+    opts = salt.config.apply_master_config(
+        {
+            "root_dir": str(workdir),
+            "cachedir": str(workdir / "cache"),
+            "pki_dir": str(workdir / "pki"),
+            "sock_dir": str(workdir / "sock"),
+            "log_file": str(workdir / "master.log"),
+            "extension_modules": str(workdir / "ext"),
+            "postgres": info.salt_options(),
+        },
+        copy.deepcopy(salt.config.DEFAULT_MASTER_OPTS),
+    )
+    funcs = salt.loader.minion_mods(opts)
+    pillars = salt.loader.pillars(opts, funcs)
+    cases: list[tuple[str, Callable[[str], Any]]] = [
+        (
+            "patched postgres (kept connection)",
+            lambda mid: pillars["postgres"](
+                mid, {}, {"query": variants.FUNCTION_QUERY, "as_json": True}
+            ),
+        ),
+        (
+            "upstream postgres (connection per compile)",
+            lambda mid: pillars[variants.UPSTREAM_MODULE](
+                mid,
+                {},
+                {
+                    "query": variants.FUNCTION_QUERY.replace("%(minion_id)s", "%s"),
+                    "as_json": True,
+                },
+            ),
+        ),
+    ]
+    results = []
+    for name, call in cases:
+        for mid in minion_ids[:50]:  # warm-up: connections, plans, caches
+            call(mid)
+        samples = []
+        for i in range(calls):
+            mid = minion_ids[i % len(minion_ids)]
+            started = time.perf_counter_ns()
+            call(mid)
+            samples.append((time.perf_counter_ns() - started) / 1e6)
+        results.append(MicroResult(name, samples))
+    return results
+
+
+class ConnectionMonitor:
+    """Samples pg_stat_activity every ``interval`` seconds; keeps the peaks."""
+
+    def __init__(self, info: ConnectionInfo, interval: float = 0.1) -> None:
+        self.info = info
+        self.interval = interval
+        self.peak_clients = 0
+        self.peak_backends = 0
+        self.peak_ports: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="pg-monitor", daemon=True
+        )
+
+    def __enter__(self) -> ConnectionMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        conn = self.info.connect()
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                while not self._stop.is_set():
+                    cur.execute(
+                        "SELECT count(*) FILTER (WHERE backend_type = 'client backend'"
+                        " AND pid <> pg_backend_pid()), count(*),"
+                        " array_agg(client_port) FILTER (WHERE backend_type = 'client backend'"
+                        " AND pid <> pg_backend_pid()) FROM pg_stat_activity"
+                    )
+                    clients, backends, ports = cur.fetchone()
+                    if clients > self.peak_clients:
+                        self.peak_ports = list(ports or [])
+                    self.peak_clients = max(self.peak_clients, clients)
+                    self.peak_backends = max(self.peak_backends, backends)
+                    self._stop.wait(self.interval)
+        finally:
+            conn.close()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its live children."""
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                times = proc.cpu_times()
+                total += times.user + times.system
+            except psutil.NoSuchProcess:
+                pass
+    except psutil.NoSuchProcess:
+        pass
+    return total
+
+
+@dataclass
+class FleetResult:
+    variant: str
+    round_s: list[float] = field(default_factory=list)
+    ping_s: list[float] = field(default_factory=list)
+    returns: list[int] = field(default_factory=list)
+    wrong: int = 0
+    master_cpu_s: float = 0.0
+    peak_clients: int = 0
+    peak_backends: int = 0
+
+
+def run_fleet_variant(
+    variant: str,
+    *,
+    pg: EmbeddedPostgres,
+    fleet: Fleet,
+    tree: Path,
+    workdir: Path,
+    minions: int,
+    rounds: int,
+    workers: int,
+    keys_dir: Path,
+) -> FleetResult:
+    from harness.stack import Stack, StackSettings
+
+    result = FleetResult(variant)
+    settings = StackSettings(
+        root=workdir / f"stack-{variant}",
+        dsn=pg.connection.dsn,
+        real_minion=False,
+        worker_threads=workers,
+        simulated_minions=minions,
+        simulated_keys_dir=keys_dir,
+        # under the master's root_dir: Salt re-roots paths that lie outside it
+        master_opts=variants.master_opts(
+            variant,
+            pillar_tree=tree,
+            extension_dir=workdir / f"stack-{variant}" / "ext",
+        ),
+    )
+    with Stack(settings) as stack:
+        assert stack.master is not None
+        stack.cmd("*", "pillar.items", timeout=300)  # warm-up, not counted
+        cpu_before = tree_cpu_seconds(stack.master.process.pid)
+        with ConnectionMonitor(pg.connection) as monitor:
+            for _ in range(rounds):
+                started = time.perf_counter()
+                returns = stack.cmd("*", "pillar.items", ["unmask=True"], timeout=300)
+                result.round_s.append(time.perf_counter() - started)
+                result.returns.append(len(returns))
+                result.wrong += sum(
+                    1
+                    for mid, value in returns.items()
+                    if value != merged_pillar(fleet, mid)
+                )
+                started = time.perf_counter()
+                stack.cmd("*", "test.ping", timeout=120)
+                result.ping_s.append(time.perf_counter() - started)
+        result.master_cpu_s = tree_cpu_seconds(stack.master.process.pid) - cpu_before
+        result.peak_clients = monitor.peak_clients
+        result.peak_backends = monitor.peak_backends
+    return result
+
+
+def run(
+    *, minions: int = 1000, rounds: int = 10, workers: int = 4, micro_calls: int = 2000
+) -> Path:
+    """Run the whole benchmark; return the report's path."""
+    from evil_minions import minion_ids
+
+    ids = minion_ids("evil", minions)
+    fleet = generate(ids)
+    from harness.fleet import DEFAULT_KEYS_DIR
+
+    keys_dir = DEFAULT_KEYS_DIR
+    with tempfile.TemporaryDirectory(prefix="saltfleet-bench-") as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)
+        tree = work / "tree"
+        write_tree(fleet, tree)
+        pg = EmbeddedPostgres(work / "pg", free_port())
+        pg.start()
+        try:
+            from harness import migrations
+
+            migrations.apply(pg.connection)
+            conn = pg.connection.connect()
+            try:
+                store = PillarStore(conn)
+                with store.transaction() as cur:
+                    store.write(cur, fleet)
+            finally:
+                conn.close()
+            results = []
+            for variant in variants.VARIANTS:
+                print(
+                    f"variant {variant}: {minions} minions, {rounds} rounds", flush=True
+                )
+                results.append(
+                    run_fleet_variant(
+                        variant,
+                        pg=pg,
+                        fleet=fleet,
+                        tree=tree,
+                        workdir=work,
+                        minions=minions,
+                        rounds=rounds,
+                        workers=workers,
+                        keys_dir=keys_dir,
+                    )
+                )
+            # last: its kept connection would count as the masters' otherwise
+            print(f"micro-benchmark: {micro_calls} lookups per module", flush=True)
+            micro = micro_benchmark(pg.connection, ids, micro_calls, work / "micro")
+        finally:
+            pg.stop()
+            pg.cleanup()
+    return write_report(micro, results, minions=minions, rounds=rounds, workers=workers)
+
+
+def write_report(
+    micro: list[MicroResult],
+    results: list[FleetResult],
+    *,
+    minions: int,
+    rounds: int,
+    workers: int,
+) -> Path:
+    patched, upstream = micro
+    speedup = upstream.p50 / patched.p50 if patched.p50 else float("inf")
+    by_name = {r.variant: r for r in results}
+    files_round = report.median(by_name["files"].round_s)
+    lines = [
+        "# Pillar benchmark: files vs PostgreSQL",
+        "",
+        report.environment(),
+        f"{minions} simulated minions, {rounds} rounds, master with {workers} workers. "
+        "Reproduce: `nox -s bench -- pillar`.",
+        "",
+        "## One ext_pillar lookup, warm (in-process, through Salt's loader)",
+        "",
+        report.table(
+            ["module", "p50 ms", "p99 ms", "samples"],
+            [
+                (m.name, f"{m.p50:.3f}", f"{m.p99:.3f}", len(m.samples_ms))
+                for m in micro
+            ],
+        ),
+        "",
+        f"Speed-up of the patched module at p50: {speedup:.1f}x "
+        f"(goal >= {GOAL_SPEEDUP:.0f}x); patched p50 {patched.p50:.3f} ms "
+        f"(goal <= {GOAL_P50_MS} ms).",
+        "",
+        "## Fleet rounds",
+        "",
+        report.table(
+            [
+                "variant",
+                "pillar.items round median s",
+                "max s",
+                "returns / round",
+                "wrong pillars",
+                "test.ping median s",
+                "master CPU s",
+                "peak PG client connections",
+                "peak PG backends",
+            ],
+            [
+                (
+                    r.variant,
+                    f"{report.median(r.round_s):.2f}",
+                    f"{max(r.round_s):.2f}",
+                    f"{min(r.returns)}-{max(r.returns)} of {minions}",
+                    r.wrong,
+                    f"{report.median(r.ping_s):.2f}",
+                    f"{r.master_cpu_s:.1f}",
+                    r.peak_clients,
+                    r.peak_backends,
+                )
+                for r in results
+            ],
+        ),
+        "",
+        "## Goals",
+        "",
+    ]
+    for name in ("db-function", "db-queries"):
+        ratio = report.median(by_name[name].round_s) / files_round
+        verdict = "met" if ratio <= GOAL_ROUND_RATIO else "NOT met"
+        lines.append(
+            f"- {name} round time = {ratio:.2f} x file pillars "
+            f"(goal <= {GOAL_ROUND_RATIO}): {verdict}"
+        )
+    for name in ("db-function", "db-queries"):
+        peak = by_name[name].peak_clients
+        verdict = "met" if peak <= workers else "NOT met"
+        lines.append(
+            f"- {name} peak connections {peak} <= {workers} workers: {verdict}"
+        )
+    lines.append(
+        f"- ext_pillar p50 {patched.p50:.3f} ms <= {GOAL_P50_MS} ms: "
+        + ("met" if patched.p50 <= GOAL_P50_MS else "NOT met")
+    )
+    lines.append(
+        f"- speed-up {speedup:.1f}x >= {GOAL_SPEEDUP:.0f}x: "
+        + ("met" if speedup >= GOAL_SPEEDUP else "NOT met")
+    )
+    plot = report.bar_plot(
+        "pillar-rounds",
+        f"salt '*' pillar.items, {minions} minions (median of {rounds} rounds)",
+        [r.variant for r in results],
+        {"round s": [report.median(r.round_s) for r in results]},
+        "seconds",
+    )
+    lines += ["", f"![round times]({plot.name})"]
+    return report.write("pillar", "\n".join(lines))

@@ -1,0 +1,91 @@
+"""Writing benchmark reports: Markdown tables, PNG plots, the environment."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile (``pct`` in 0..100) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def environment() -> str:
+    """One paragraph on where the numbers come from."""
+    import salt.version
+
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        commit = "?"
+    return (
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"Salt {salt.version.__version__} (patched tree), saltfleet {commit or '?'}."
+    )
+
+
+def write(name: str, markdown: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.md"
+    path.write_text(markdown.rstrip() + "\n")
+    return path
+
+
+def bar_plot(
+    name: str,
+    title: str,
+    labels: Sequence[str],
+    series: dict[str, Sequence[float]],
+    ylabel: str,
+) -> Path:
+    """A grouped bar chart saved as ``results/<name>.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    width = 0.8 / max(1, len(series))
+    for i, (label, values) in enumerate(series.items()):
+        xs = [x + i * width for x in range(len(labels))]
+        ax.bar(xs, values, width=width, label=label)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))])
+    ax.set_xticklabels(labels)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if len(series) > 1:
+        ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path
