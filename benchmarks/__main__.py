@@ -7,17 +7,8 @@ import signal
 import sys
 from types import FrameType
 
+from harness.argtypes import positive
 from harness.errors import HarnessError
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {number}")
-    return number
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -31,19 +22,19 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser(
         "minions", help="start-up, fan-out, footprint of simulated minions"
     )
-    p.add_argument("--minions", type=_positive, default=1000)
-    p.add_argument("--processes", type=_positive, default=1)
-    p.add_argument("--rounds", type=_positive, default=3)
+    p.add_argument("--minions", type=positive, default=1000)
+    p.add_argument("--processes", type=positive, default=1)
+    p.add_argument("--rounds", type=positive, default=3)
     p = sub.add_parser("pillar", help="file pillars vs PostgreSQL (4 variants) + micro")
-    p.add_argument("--minions", type=_positive, default=1000)
-    p.add_argument("--rounds", type=_positive, default=10)
-    p.add_argument("--workers", type=_positive, default=4)
-    p.add_argument("--micro-calls", type=_positive, default=2000)
+    p.add_argument("--minions", type=positive, default=1000)
+    p.add_argument("--rounds", type=positive, default=10)
+    p.add_argument("--workers", type=positive, default=4)
+    p.add_argument("--micro-calls", type=positive, default=2000)
     p = sub.add_parser(
         "interfaces", help="loading all execution modules, interfaces on vs off"
     )
-    p.add_argument("--rounds", type=_positive, default=20)
-    p.add_argument("--single-rounds", type=_positive, default=30)
+    p.add_argument("--rounds", type=positive, default=20)
+    p.add_argument("--single-rounds", type=positive, default=30)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -28,7 +28,7 @@ from harness.pillar import variants
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
 from harness.pillar.model import Fleet, merged_pillar
-from harness.pillar.store import PillarStore
+from harness.pillar.store import store_fleet
 from harness.ports import free_port
 from harness.postgres import ConnectionInfo, EmbeddedPostgres
 
@@ -255,13 +255,7 @@ def run(
             from harness import migrations
 
             migrations.apply(pg.connection)
-            conn = pg.connection.connect()
-            try:
-                store = PillarStore(conn)
-                with store.transaction() as cur:
-                    store.write(cur, fleet)
-            finally:
-                conn.close()
+            store_fleet(pg.connection, fleet)
             results = []
             for variant in variants.VARIANTS:
                 print(

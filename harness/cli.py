@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from harness import argtypes
 from harness.errors import HarnessError
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
@@ -23,48 +24,24 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _port(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 1-65535: {port}")
-    return port
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {number}")
-    return number
-
-
-def _non_negative(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {number}")
-    return number
-
-
 def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dsn",
         help="use this external PostgreSQL (libpq DSN or URI) instead of the "
         "embedded one; default: $SALTFLEET_PG_DSN",
     )
-    parser.add_argument("--pg-port", type=_port, help="embedded PostgreSQL port")
-    parser.add_argument("--publish-port", type=_port, help="master publish port")
-    parser.add_argument("--ret-port", type=_port, help="master ret (request) port")
+    parser.add_argument(
+        "--pg-port", type=argtypes.port, help="embedded PostgreSQL port"
+    )
+    parser.add_argument(
+        "--publish-port", type=argtypes.port, help="master publish port"
+    )
+    parser.add_argument(
+        "--ret-port", type=argtypes.port, help="master ret (request) port"
+    )
     parser.add_argument(
         "--worker-threads",
-        type=_positive,
+        type=argtypes.positive,
         default=4,
         help="master MWorkers (default 4)",
     )
@@ -73,7 +50,7 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--minions",
-        type=_non_negative,
+        type=argtypes.non_negative,
         default=0,
         help="simulated minions to start (evil_minions); default 0",
     )
@@ -115,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "generate", help="write a synthetic fleet's pillars as a file tree"
     )
     p.add_argument("tree", type=Path, help="directory to write (must not exist)")
-    p.add_argument("--minions", type=_positive, default=1000)
+    p.add_argument("--minions", type=argtypes.positive, default=1000)
     p.add_argument("--prefix", default="evil", help="minion ids are PREFIX-NNNN")
     p = psub.add_parser("import", help="import a pillar file tree into PostgreSQL")
     p.add_argument("tree", type=Path)

@@ -3,6 +3,7 @@ that nothing the harness started is left running."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -47,6 +48,16 @@ def cli():
     return run_cli
 
 
+@contextlib.contextmanager
+def _open_tmp():
+    path = Path(tempfile.mkdtemp(prefix="saltfleet-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def open_tmp():
     """A temporary directory that an unprivileged PostgreSQL can enter.
@@ -54,22 +65,14 @@ def open_tmp():
     pytest's ``tmp_path`` lives under a 0700 directory; as root the harness
     runs PostgreSQL as ``nobody``, which could not reach it.
     """
-    path = Path(tempfile.mkdtemp(prefix="saltfleet-test-"))
-    path.chmod(0o755)
-    try:
+    with _open_tmp() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def open_tmp_module():
-    path = Path(tempfile.mkdtemp(prefix="saltfleet-test-"))
-    path.chmod(0o755)
-    try:
+    with _open_tmp() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_configure(config):

@@ -12,6 +12,7 @@ from psycopg2.extensions import cursor as Cursor
 from psycopg2.extras import Json
 
 from harness.pillar.model import Fleet, Group, Minion, PillarRow
+from harness.postgres import ConnectionInfo
 
 
 class PillarStore:
@@ -168,3 +169,14 @@ class PillarStore:
         """What the lookup function returns for ``minion_id``."""
         cur.execute("SELECT pillar FROM salt_pillar_rows(%s)", (minion_id,))
         return [r[0] for r in cur.fetchall()]
+
+
+def store_fleet(info: ConnectionInfo, fleet: Fleet) -> None:
+    """Write ``fleet`` into the database at ``info`` in one transaction."""
+    conn = info.connect()
+    try:
+        store = PillarStore(conn)
+        with store.transaction() as cur:
+            store.write(cur, fleet)
+    finally:
+        conn.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.pillar.model import Fleet, Group, Minion, PillarRow, merged_pillar
-from harness.pillar.store import PillarStore
+from harness.pillar.store import store_fleet
 from harness.pillar.variants import master_opts
 from harness.stack import REAL_MINION_ID, Stack, StackSettings
 
@@ -45,13 +45,7 @@ def _fleet(minion_id: str) -> Fleet:
 
 def _write(stack: Stack, fleet: Fleet) -> None:
     assert stack.pg is not None
-    conn = stack.pg.connect()
-    try:
-        store = PillarStore(conn)
-        with store.transaction() as cur:
-            store.write(cur, fleet)
-    finally:
-        conn.close()
+    store_fleet(stack.pg, fleet)
 
 
 def _pillar(stack: Stack, minion_id: str) -> dict:

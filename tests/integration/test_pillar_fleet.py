@@ -13,7 +13,7 @@ import pytest
 
 from harness.pillar.generate import generate
 from harness.pillar.model import merged_pillar
-from harness.pillar.store import PillarStore
+from harness.pillar.store import store_fleet
 from harness.pillar.variants import master_opts
 from harness.stack import Stack, StackSettings
 
@@ -36,13 +36,7 @@ def test_every_minion_gets_only_its_own_pillar(open_tmp) -> None:
         ids = stack.fleet.ids
         fleet = generate(ids)
         assert stack.pg is not None
-        conn = stack.pg.connect()
-        try:
-            store = PillarStore(conn)
-            with store.transaction() as cur:
-                store.write(cur, fleet)
-        finally:
-            conn.close()
+        store_fleet(stack.pg, fleet)
         returns = stack.cmd("*", "pillar.items", ["unmask=True"], timeout=300)
     assert len(returns) == len(ids)
     leaks = [

@@ -1,0 +1,33 @@
+"""argparse value types shared by the harness and benchmark CLIs: a bad
+value is one clear usage error, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _whole_number(value: str, at_least: int, what: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a {what}: {value!r}") from None
+    if number < at_least:
+        problem = (
+            "must not be negative" if at_least == 0 else f"must be at least {at_least}"
+        )
+        raise argparse.ArgumentTypeError(f"{problem}: {number}")
+    if what == "port number" and number > 65535:
+        raise argparse.ArgumentTypeError(f"port out of range 1-65535: {number}")
+    return number
+
+
+def port(value: str) -> int:
+    return _whole_number(value, 1, "port number")
+
+
+def positive(value: str) -> int:
+    return _whole_number(value, 1, "whole number")
+
+
+def non_negative(value: str) -> int:
+    return _whole_number(value, 0, "whole number")
