@@ -21,7 +21,7 @@ from typing import Any
 class JobTracker:
     """In-flight jobs and job slots of one minion."""
 
-    __slots__ = ("_limit", "_running", "_slots", "waiting")
+    __slots__ = ("_limit", "_running", "_slots", "in_flight", "peak", "waiting")
 
     def __init__(self, max_concurrent: int = 0) -> None:
         self._running: dict[str, dict[str, Any]] = {}
@@ -31,24 +31,40 @@ class JobTracker:
         self._slots: asyncio.Semaphore | None = None
         #: jobs currently waiting for a slot
         self.waiting = 0
+        #: non-exempt jobs waiting or running now, and the most there ever were
+        self.in_flight = 0
+        self.peak = 0
 
     @contextlib.asynccontextmanager
     async def slot(self, *, exempt: bool = False) -> AsyncIterator[None]:
-        """Hold one job slot for the duration of the block (no-op when unlimited or exempt)."""
-        if self._limit <= 0 or exempt:
+        """Hold one job slot for the duration of the block (no-op when unlimited or exempt).
+
+        Non-exempt jobs are counted in :attr:`in_flight` (waiting or running)
+        and its high-water mark :attr:`peak`: what a master's rate limiter
+        must keep at or below its per-minion capacity.
+        """
+        if exempt:
             yield
             return
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self._limit)
-        self.waiting += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
         try:
-            await self._slots.acquire()
+            if self._limit <= 0:
+                yield
+                return
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self._limit)
+            self.waiting += 1
+            try:
+                await self._slots.acquire()
+            finally:
+                self.waiting -= 1
+            try:
+                yield
+            finally:
+                self._slots.release()
         finally:
-            self.waiting -= 1
-        try:
-            yield
-        finally:
-            self._slots.release()
+            self.in_flight -= 1
 
     def start(self, publication: Mapping[str, Any]) -> dict[str, Any]:
         """Record a job as running; returns its proc record (``pid`` + the publication)."""

@@ -260,6 +260,7 @@ class SimulatedMinion:
         exempt = fun in ctx.runtime.timing.exempt_functions
         ctx.stats.jobs_waiting += 1
         async with self.jobs.slot(exempt=exempt):
+            ctx.stats.peak_minion_jobs = max(ctx.stats.peak_minion_jobs, self.jobs.peak)
             ctx.stats.jobs_waiting -= 1
             ctx.stats.jobs_running += 1
             self.jobs.start(load)

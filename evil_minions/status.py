@@ -78,6 +78,8 @@ class ProcessStats:
     baseline_rss_kb: int = 0
     cpu_seconds: float = 0.0
     pub_connected: bool = False
+    #: most non-exempt jobs one minion of this process had in flight at once
+    peak_minion_jobs: int = 0
     state: str = "starting"
     started_at: float = dataclasses.field(default_factory=time.time)
     updated_at: float = 0.0
@@ -155,6 +157,9 @@ def aggregate(
         pub_connected=sum(1 for p in per_process if p.get("pub_connected")),
         cpu_seconds=round(
             sum(float(p.get("cpu_seconds", 0.0)) for p in per_process), 2
+        ),
+        peak_minion_jobs=max(
+            (int(p.get("peak_minion_jobs", 0)) for p in per_process), default=0
         ),
         elapsed=round(now - started_at, 2),
         updated_at=now,

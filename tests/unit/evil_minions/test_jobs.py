@@ -44,3 +44,27 @@ def test_slots_limit_concurrency_and_exempt_jobs_skip_the_queue():
 
     peak, waiting, exempt_ran = asyncio.run(scenario())
     assert peak == 2 and waiting == 3 and exempt_ran
+
+
+def test_peak_counts_waiting_and_running_jobs_but_not_exempt_ones() -> None:
+    async def scenario() -> tuple[int, int]:
+        tracker = JobTracker(max_concurrent=1)
+        release = asyncio.Event()
+
+        async def job(exempt: bool = False) -> None:
+            async with tracker.slot(exempt=exempt):
+                await release.wait()
+
+        tasks = [asyncio.ensure_future(job()) for _ in range(3)]
+        tasks.append(asyncio.ensure_future(job(exempt=True)))
+        await asyncio.sleep(0.01)
+        during = tracker.in_flight
+        release.set()
+        await asyncio.gather(*tasks)
+        return during, tracker.peak
+
+    during, peak = asyncio.run(scenario())
+    assert (
+        during == 3
+    )  # one running, two waiting for the slot; the exempt one not counted
+    assert peak == 3
