@@ -1,0 +1,136 @@
+"""Rate limiting in the master's publish path, as the harness drives it.
+
+The Salt side is the ``ratelimit`` topic of ``patches/`` (``salt.ratelimit``,
+``salt/criteria/``, the ``ratelimit`` runner). This module only helps tests
+and benchmarks use it:
+
+- :class:`RateLimiting` renders the ``rate_limiting`` master option, for
+  ``MasterSettings.extra``.
+- :class:`QueueProbe` asks the running master's queue manager for its status,
+  its queue, the capacity minions hold and a job's outcome, over the queue
+  manager's unix socket: no ``salt-run`` process, so it can be polled every
+  second during a storm.
+- :func:`outcomes` folds the ``salt/ratelimit/job/<jid>/<outcome>`` events an
+  :class:`~harness.events.EventListener` collected into
+  ``{jid: [outcome, ...]}``; :func:`outcome_problems` names the jobs that did
+  not end in exactly one outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.events import Event, EventListener
+
+#: The outcomes a rate-limited job can end in (``salt.ratelimit.OUTCOMES``).
+OUTCOMES = ("published", "published_excluding", "expired", "rejected")
+
+#: Fired when a job enters the queue; not an outcome.
+QUEUED = "queued"
+
+JOB_EVENTS = "salt/ratelimit/job/*"
+RECONCILED_EVENT = "salt/ratelimit/capacity/reconciled"
+MANAGER_START_EVENT = "salt/ratelimit/manager/start"
+
+#: ``salt.ratelimit.ipc.SOCKET_NAME`` in the master's ``sock_dir``.
+SOCKET_NAME = "ratelimit.ipc"
+
+
+@dataclass(frozen=True)
+class RateLimiting:
+    """The ``rate_limiting`` master option; defaults are Salt's."""
+
+    max_master_jobs: int = 2000
+    max_minion_jobs: int = 10
+    max_queue: int = 10000
+    criteria: str = "capacity"
+    exempt: tuple[str, ...] | None = None
+    maintenance_interval: float = 60
+    long_running: float = 600
+
+    def master_options(self) -> dict[str, Any]:
+        """``{"rate_limiting": {...}}``, to merge into the master config."""
+        settings: dict[str, Any] = {
+            "criteria": self.criteria,
+            "max_master_jobs": self.max_master_jobs,
+            "max_minion_jobs": self.max_minion_jobs,
+            "max_queue": self.max_queue,
+            "maintenance_interval": self.maintenance_interval,
+            "long_running": self.long_running,
+        }
+        if self.exempt is not None:
+            settings["exempt"] = list(self.exempt)
+        return {"rate_limiting": settings}
+
+
+class QueueProbe:
+    """Questions to one master's queue manager (rate limiting must be on)."""
+
+    def __init__(self, sock_dir: Path, timeout: float = 10.0) -> None:
+        self.path = Path(sock_dir) / SOCKET_NAME
+        self.timeout = timeout
+
+    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        import salt.ratelimit.ipc  # the patched Salt the harness installs
+
+        reply: dict[str, Any] = salt.ratelimit.ipc.request_sync(
+            str(self.path), message, self.timeout
+        )
+        if "error" in reply:
+            raise RuntimeError(f"queue manager at {self.path}: {reply['error']}")
+        return reply
+
+    def status(self) -> dict[str, Any]:
+        """What ``salt-run ratelimit.status`` shows: ``queued``,
+        ``master_jobs``, ``minions_busy``, ``submitted``, ``outcomes``, ..."""
+        return self._ask({"cmd": "status"})
+
+    def queue(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The queued jobs, oldest first."""
+        jobs: list[dict[str, Any]] = self._ask({"cmd": "queue", "limit": limit})["jobs"]
+        return jobs
+
+    def capacity(self, minions: list[str] | None = None) -> dict[str, int]:
+        """``{minion: jobs it holds capacity for}``; every minion holding
+        capacity unless ``minions`` names some."""
+        message: dict[str, Any] = {"cmd": "capacity"}
+        if minions is not None:
+            message["minions"] = list(minions)
+        held = self._ask(message)["minions"]
+        return {minion: int(entry["jobs"]) for minion, entry in held.items()}
+
+    def job(self, jid: str) -> dict[str, Any] | None:
+        """The job's outcome record, or its place in the queue, or None."""
+        found: dict[str, Any] | None = self._ask({"cmd": "job", "jid": str(jid)})["job"]
+        return found
+
+
+def outcomes(events: list[Event]) -> dict[str, list[str]]:
+    """``{jid: [outcome, ...]}`` from ``salt/ratelimit/job/<jid>/<outcome>``
+    events, in the order they were fired (``queued`` left out)."""
+    found: dict[str, list[str]] = {}
+    for event in events:
+        parts = event.tag.split("/")
+        is_job_event = len(parts) == 5 and parts[:3] == ["salt", "ratelimit", "job"]
+        if is_job_event and parts[4] != QUEUED:
+            found.setdefault(parts[3], []).append(parts[4])
+    return found
+
+
+def listener_outcomes(listener: EventListener, since: int = 0) -> dict[str, list[str]]:
+    """:func:`outcomes` of what ``listener`` collected after ``since``."""
+    return outcomes(listener.matching(JOB_EVENTS, since=since))
+
+
+def outcome_problems(
+    found: dict[str, list[str]], jids: list[str] | set[str]
+) -> dict[str, list[str]]:
+    """The jobs among ``jids`` that did not end in exactly one outcome
+    (``[]`` for none yet); empty when every job is accounted for."""
+    return {
+        jid: found.get(jid, [])
+        for jid in jids
+        if len(found.get(jid, [])) != 1 or found[jid][0] not in OUTCOMES
+    }

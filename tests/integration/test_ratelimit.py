@@ -1,0 +1,152 @@
+"""Rate limiting in the publish path, on a real master with simulated minions.
+
+The minions count, from their own side, the most non-exempt jobs each had in
+flight at once (``peak_minion_jobs``): the limiter must keep that at or below
+``max_minion_jobs``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.master import salt_script
+from harness.ratelimit import (
+    MANAGER_START_EVENT,
+    QueueProbe,
+    RateLimiting,
+    listener_outcomes,
+    outcome_problems,
+)
+from harness.stack import Stack, StackSettings
+
+pytestmark = pytest.mark.integration
+
+MINIONS = 6
+LIMITS = RateLimiting(
+    # one job to '*' takes MINIONS points: a second one has to wait
+    max_master_jobs=MINIONS + 2,
+    max_minion_jobs=2,
+    max_queue=1,
+    maintenance_interval=5,
+    long_running=60,
+)
+
+
+def _wait_for(predicate, timeout: float = 30, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
+
+
+@pytest.fixture(scope="module")
+def stack(open_tmp_module):
+    settings = StackSettings(
+        root=open_tmp_module / "stack",
+        real_minion=False,
+        simulated_minions=MINIONS,
+        master_opts=LIMITS.master_options(),
+    )
+    with Stack(settings) as running:
+        yield running
+
+
+def _probe(stack: Stack) -> QueueProbe:
+    assert stack.master is not None
+    return QueueProbe(stack.master.settings.root / "run" / "master")
+
+
+def _salt_cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    assert stack.master is not None
+    return subprocess.run(
+        [salt_script("salt"), "-c", str(stack.master.settings.conf_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        env={"PYTHONWARNINGS": "ignore", "PATH": sys.exec_prefix + "/bin"},
+    )
+
+
+def _idle(stack: Stack) -> bool:
+    status = _probe(stack).status()
+    return status["queued"] == 0 and status["master_jobs"] == 0
+
+
+def test_queue_bound_capacity_and_outcomes(stack: Stack) -> None:
+    import salt.exceptions
+
+    assert stack.listener is not None
+    since = stack.listener.mark()
+    with stack.client() as client:
+        first = client.cmd_async("*", "test.sleep", [4])  # fills the master
+        queued = client.cmd_async("*", "test.sleep", [1])  # waits at the head
+        assert first and queued
+        with pytest.raises(salt.exceptions.SaltMasterOverloadedError):
+            client.run_job("*", "test.sleep", [1])  # the queue holds one job
+    cli = _salt_cli(stack, "--async", "*", "test.sleep", "1")
+    assert cli.returncode == 75, cli.stdout + cli.stderr
+    assert "overloaded" in (cli.stdout + cli.stderr).lower()
+    assert "Traceback" not in cli.stderr
+
+    # ping is exempt: it goes out while the master is full
+    assert len(stack.cmd("*", "test.ping", timeout=20)) == MINIONS
+
+    assert _wait_for(lambda: _idle(stack), timeout=60)
+    found = listener_outcomes(stack.listener, since)
+    assert outcome_problems(found, [first, queued]) == {}
+    assert found[first] == ["published"]
+    assert found[queued] == ["published"]  # after the first job's returns
+    assert [o for outcomes in found.values() for o in outcomes].count("rejected") >= 2
+    status = stack.fleet.status()
+    assert status is not None and status["peak_minion_jobs"] <= LIMITS.max_minion_jobs
+
+
+def test_saturated_minions_show_as_not_returned(stack: Stack) -> None:
+    assert _wait_for(lambda: _idle(stack), timeout=60)
+    busy = stack.fleet.ids[0]
+    with stack.client() as client:
+        for _ in range(LIMITS.max_minion_jobs):
+            client.cmd_async(busy, "test.sleep", [8])
+    assert _wait_for(
+        lambda: _probe(stack).capacity([busy]).get(busy) == LIMITS.max_minion_jobs
+    )
+    cli = _salt_cli(stack, "--out", "txt", "-t", "10", "*", "test.echo", "hi")
+    lines = cli.stdout.splitlines()
+    assert f"{busy}: Minion did not return. [No response]" in lines or any(
+        line.startswith(f"{busy}:") and "did not return" in line for line in lines
+    ), cli.stdout
+    others = [m for m in stack.fleet.ids if m != busy]
+    assert all(f"{m}: hi" in lines for m in others), cli.stdout
+    status = stack.fleet.status()
+    assert status is not None and status["peak_minion_jobs"] <= LIMITS.max_minion_jobs
+
+
+def test_queued_job_survives_a_master_restart(stack: Stack) -> None:
+    assert stack.master is not None and stack.listener is not None
+    assert _wait_for(lambda: _idle(stack), timeout=60)
+    with stack.client() as client:
+        client.cmd_async("*", "test.sleep", [8])
+        waiting = client.cmd_async("*", "test.echo", ["after restart"])
+    assert _wait_for(lambda: _probe(stack).status()["queued"] == 1)
+    since = stack.listener.mark()
+    stack.master.stop()
+    stack.master.start()
+    started = stack.listener.wait_for(MANAGER_START_EVENT, timeout=60, since=since)
+    assert started is not None
+    assert started.data.get("resumed", 0) >= 1
+    assert _wait_for(
+        lambda: listener_outcomes(stack.listener, since).get(waiting), timeout=90
+    )
+    assert listener_outcomes(stack.listener, since)[waiting][0] in (
+        "published",
+        "published_excluding",
+    )

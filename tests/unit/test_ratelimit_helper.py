@@ -1,0 +1,123 @@
+"""The harness side of rate limiting: the option it renders is one the patched
+master accepts, outcomes are counted per job from the events, and the probe
+speaks the queue manager's socket protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.events import Event
+from harness.ratelimit import (
+    QueueProbe,
+    RateLimiting,
+    outcome_problems,
+    outcomes,
+)
+
+
+def event(tag: str) -> Event:
+    return Event(tag, {}, 0.0)
+
+
+def test_master_options_pass_salts_validation() -> None:
+    config = pytest.importorskip("salt.config.rate_limiting")
+    opts = RateLimiting(max_queue=5, exempt=("test.ping",)).master_options()
+    effective = config.rate_limiting_config(opts)
+    assert effective["max_queue"] == 5
+    assert "test.ping" in effective["exempt"]
+    assert "saltutil.find_job" in effective["exempt"]
+
+
+def test_default_exempt_list_is_salts() -> None:
+    assert "exempt" not in RateLimiting().master_options()["rate_limiting"]
+
+
+def test_outcomes_per_job() -> None:
+    found = outcomes(
+        [
+            event("salt/ratelimit/job/1/queued"),
+            event("salt/ratelimit/job/1/published"),
+            event("salt/ratelimit/job/2/rejected"),
+            event("salt/ratelimit/job/3/queued"),
+            event("salt/ratelimit/job/4/expired"),
+            event("salt/ratelimit/job/4/published"),
+            event("salt/job/1/ret/m1"),
+            event("salt/ratelimit/capacity/reconciled"),
+        ]
+    )
+    assert found == {
+        "1": ["published"],
+        "2": ["rejected"],
+        "4": ["expired", "published"],
+    }
+    assert outcome_problems(found, ["1", "2", "3", "4"]) == {
+        "3": [],
+        "4": ["expired", "published"],
+    }
+    assert outcome_problems(found, ["1", "2"]) == {}
+
+
+@pytest.fixture
+def fake_queue_manager() -> Iterator[tuple[Path, list[dict[str, Any]]]]:
+    """A server speaking the queue manager's protocol, answering from a table."""
+    ipc = pytest.importorskip("salt.ratelimit.ipc")
+    asked: list[dict[str, Any]] = []
+    answers = {
+        "status": {"queued": 2, "master_jobs": 7},
+        "queue": {"jobs": [{"jid": "1"}, {"jid": "2"}]},
+        "capacity": {"minions": {"m1": {"jobs": 3, "held": {}}}},
+        "job": {"job": {"jid": "1", "outcome": "published"}},
+    }
+
+    async def handle(message: dict[str, Any]) -> dict[str, Any]:
+        asked.append(message)
+        return answers.get(message["cmd"], {"error": "unknown command"})
+
+    sock_dir = Path(tempfile.mkdtemp(prefix="rlp-"))
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        server = loop.run_until_complete(
+            ipc.serve(str(sock_dir / ipc.SOCKET_NAME), handle)
+        )
+        ready.set()
+        loop.run_forever()
+        server.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield sock_dir, asked
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+        for path in sock_dir.iterdir():
+            path.unlink()
+        sock_dir.rmdir()
+
+
+def test_probe(fake_queue_manager: tuple[Path, list[dict[str, Any]]]) -> None:
+    sock_dir, asked = fake_queue_manager
+    probe = QueueProbe(sock_dir)
+    assert probe.status()["master_jobs"] == 7
+    assert [job["jid"] for job in probe.queue()] == ["1", "2"]
+    assert probe.capacity(["m1"]) == {"m1": 3}
+    assert probe.job("1") == {"jid": "1", "outcome": "published"}
+    assert asked[2] == {"cmd": "capacity", "minions": ["m1"]}
+
+
+def test_probe_without_a_queue_manager(tmp_path: Path) -> None:
+    pytest.importorskip("salt.ratelimit.ipc")
+    with pytest.raises(OSError):
+        QueueProbe(tmp_path).status()
