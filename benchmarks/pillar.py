@@ -175,9 +175,19 @@ class FleetResult:
     ping_s: list[float] = field(default_factory=list)
     returns: list[int] = field(default_factory=list)
     wrong: int = 0
+    first_wrong: str = ""
     master_cpu_s: float = 0.0
     peak_clients: int = 0
     peak_backends: int = 0
+
+
+def _describe_wrong(value: Any) -> str:
+    """A short account of a pillar that is not the reference one."""
+    if not isinstance(value, dict):
+        return f"not a mapping: {str(value)[:200]!r}"
+    if "_errors" in value:
+        return f"_errors {str(value['_errors'])[:200]!r}"
+    return f"keys {sorted(value)[:8]}"
 
 
 def run_fleet_variant(
@@ -346,6 +356,13 @@ def write_report(
             ],
         ),
         "",
+    ]
+    wrong = [r for r in results if r.wrong]
+    if wrong:
+        lines += ["Pillars that differed from the reference merge (first of each):", ""]
+        lines += [f"- {r.variant}: {r.first_wrong}" for r in wrong]
+        lines.append("")
+    lines += [
         "## Goals",
         "",
     ]
