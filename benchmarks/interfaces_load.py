@@ -240,7 +240,7 @@ def run(rounds: int = 20, single_rounds: int = 30) -> Path:
             name: measure_one(opts, name, single_rounds) for name in DECLARING_MODULES
         }
     command = (
-        "python -m benchmarks.interfaces_load "
+        "nox -s bench -- interfaces "
         f"--rounds {rounds} --single-rounds {single_rounds}"
     )
     markdown = render(

@@ -185,7 +185,17 @@ def stop_process_tree(
             proc.kill()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=5)
+    # also wait for group members forked after we looked (SIGKILLed just now)
+    psutil.wait_procs([*alive, *_group_members(pid)], timeout=5)
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc)
+    return members
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
