@@ -12,8 +12,9 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,7 +68,7 @@ class ManagedProcess:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
+        with self.log_path.open("ab") as log, _signals_deferred():
             try:
                 self._popen = subprocess.Popen(
                     list(self.argv),
@@ -156,6 +157,31 @@ class ManagedProcess:
         )
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(timeout=1)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C / SIGTERM until the block is done.
+
+    A KeyboardInterrupt raised inside ``Popen`` after the fork would lose the
+    child's pid, and a daemon nobody knows of cannot be stopped. Handlers
+    are process-wide and only the main thread may set them; elsewhere the
+    block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for signum in caught:
+            signal.raise_signal(signum)
 
 
 def stop_process_tree(
