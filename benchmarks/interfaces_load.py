@@ -240,8 +240,7 @@ def run(rounds: int = 20, single_rounds: int = 30) -> Path:
             name: measure_one(opts, name, single_rounds) for name in DECLARING_MODULES
         }
     command = (
-        "nox -s bench -- interfaces "
-        f"--rounds {rounds} --single-rounds {single_rounds}"
+        f"nox -s bench -- interfaces --rounds {rounds} --single-rounds {single_rounds}"
     )
     markdown = render(
         rounds=rounds, opts=opts, full=full, single=single, command=command

@@ -216,7 +216,7 @@ def run_fleet_variant(
         master_opts=variants.master_opts(
             variant,
             pillar_tree=tree,
-            extension_dir=workdir / f"stack-{variant}" / "ext",
+            extension_dir=workdir / f"stack-{variant}" / "master" / "ext",
         ),
     )
     with Stack(settings) as stack:
@@ -229,11 +229,11 @@ def run_fleet_variant(
                 returns = stack.cmd("*", "pillar.items", ["unmask=True"], timeout=300)
                 result.round_s.append(time.perf_counter() - started)
                 result.returns.append(len(returns))
-                result.wrong += sum(
-                    1
-                    for mid, value in returns.items()
-                    if value != merged_pillar(fleet, mid)
-                )
+                for mid, value in returns.items():
+                    if value != merged_pillar(fleet, mid):
+                        result.wrong += 1
+                        if not result.first_wrong:
+                            result.first_wrong = f"{mid}: {_describe_wrong(value)}"
                 started = time.perf_counter()
                 stack.cmd("*", "test.ping", timeout=120)
                 result.ping_s.append(time.perf_counter() - started)
@@ -244,7 +244,11 @@ def run_fleet_variant(
 
 
 def run(
-    *, minions: int = 1000, rounds: int = 10, workers: int = 4, micro_calls: int = 2000
+    *,
+    minions: int = 1000,
+    rounds: int = 10,
+    workers: int = 4,
+    micro_calls: int = 2000,
 ) -> Path:
     """Run the whole benchmark; return the report's path."""
     from evil_minions import minion_ids
