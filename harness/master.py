@@ -113,6 +113,25 @@ def write_config(settings: MasterSettings, listener: EventListener | None) -> Pa
     return settings.conf_file
 
 
+def wait_for_start_event(
+    process: ManagedProcess,
+    listener: EventListener,
+    tag: str,
+    *,
+    since: int,
+    daemon_log: Path,
+    timeout: float = START_TIMEOUT,
+) -> None:
+    """Wait for a daemon's start event; fail with its log tails if none comes."""
+    if listener.wait_for(tag, timeout=timeout, since=since, alive=process.running):
+        return
+    if not process.running():
+        raise process.fail(
+            f"exited with code {process.returncode()} before {tag}", daemon_log
+        )
+    raise process.fail(f"sent no {tag} event within {timeout:.0f}s", daemon_log)
+
+
 class Master:
     """One salt-master process, confirmed up by its start event."""
 
@@ -129,32 +148,19 @@ class Master:
         write_config(self.settings, self.listener)
         since = self.listener.mark()
         self.process.start()
-        tag = f"salt/master/{MASTER_ID}/start"
-        event = self.listener.wait_for(
-            tag, timeout=START_TIMEOUT, since=since, alive=self.process.running
+        wait_for_start_event(
+            self.process,
+            self.listener,
+            f"salt/master/{MASTER_ID}/start",
+            since=since,
+            daemon_log=self.settings.log_file,
         )
-        if event is None:
-            if not self.process.running():
-                raise self._failed(
-                    f"exited with code {self.process.returncode()} before its start event"
-                )
-            raise self._failed(f"sent no {tag} event within {START_TIMEOUT:.0f}s")
         self.process.wait_until(
             lambda: is_listening(self.settings.ret_port),
             timeout=30,
             what=f"listening on ret_port {self.settings.ret_port}",
         )
         self.process.remember_descendants()
-
-    def _failed(self, reason: str) -> Exception:
-        # The master logs to its own file; stdout usually only has the banner.
-        from harness.processes import StartupError, log_tail
-
-        return StartupError(
-            f"salt-master {reason}. Last lines of {self.settings.log_file}:\n"
-            f"{log_tail(self.settings.log_file)}\n"
-            f"and of {self.process.log_path}:\n{self.process.log_tail()}"
-        )
 
     def stop(self) -> None:
         self.process.stop()

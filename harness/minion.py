@@ -10,11 +10,9 @@ from typing import Any
 import yaml
 
 from harness.events import EventListener
-from harness.master import KEY_SIZE, Master, salt_script
+from harness.master import KEY_SIZE, Master, salt_script, wait_for_start_event
 from harness.ports import LOOPBACK
-from harness.processes import ManagedProcess, StartupError, log_tail
-
-START_TIMEOUT = 120.0
+from harness.processes import ManagedProcess
 
 
 def generate_keypair(pki_dir: Path, name: str = "minion") -> str:
@@ -80,22 +78,13 @@ class Minion:
         self.master.accept_key(self.minion_id, generate_keypair(self.pki_dir))
         since = self.listener.mark()
         self.process.start()
-        tag = f"salt/minion/{self.minion_id}/start"
-        if (
-            self.listener.wait_for(
-                tag, timeout=START_TIMEOUT, since=since, alive=self.process.running
-            )
-            is None
-        ):
-            state = (
-                f"exited with code {self.process.returncode()}"
-                if not self.process.running()
-                else f"sent no {tag} event within {START_TIMEOUT:.0f}s"
-            )
-            raise StartupError(
-                f"salt-minion {self.minion_id} {state}. Last lines of {self.log_file}:\n"
-                f"{log_tail(self.log_file)}"
-            )
+        wait_for_start_event(
+            self.process,
+            self.listener,
+            f"salt/minion/{self.minion_id}/start",
+            since=since,
+            daemon_log=self.log_file,
+        )
         self.process.remember_descendants()
 
     def stop(self) -> None:

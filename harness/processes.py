@@ -123,11 +123,16 @@ class ManagedProcess:
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         return log_tail(self.log_path, lines)
 
-    def fail(self, reason: str) -> StartupError:
-        """A StartupError for this process, with its log tail attached."""
-        return StartupError(
-            f"{self.name} {reason}. Last lines of {self.log_path}:\n{self.log_tail()}"
-        )
+    def fail(self, reason: str, daemon_log: Path | None = None) -> StartupError:
+        """A StartupError for this process, with its log tails attached.
+
+        ``daemon_log`` is the log file the daemon writes itself (Salt's do);
+        its output captured by the harness usually only holds a banner.
+        """
+        tails = f"Last lines of {self.log_path}:\n{self.log_tail()}"
+        if daemon_log is not None:
+            tails = f"Last lines of {daemon_log}:\n{log_tail(daemon_log)}\nand of {self.log_path}:\n{self.log_tail()}"
+        return StartupError(f"{self.name} {reason}. {tails}")
 
     def wait_until(
         self,

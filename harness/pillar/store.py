@@ -165,11 +165,6 @@ class PillarStore:
             )
             self.upsert_row(cur, row, target_id)
 
-    def rows_for(self, cur: Cursor, minion_id: str) -> list[dict[str, Any]]:
-        """What the lookup function returns for ``minion_id``."""
-        cur.execute("SELECT pillar FROM salt_pillar_rows(%s)", (minion_id,))
-        return [r[0] for r in cur.fetchall()]
-
 
 def store_fleet(info: ConnectionInfo, fleet: Fleet) -> None:
     """Write ``fleet`` into the database at ``info`` in one transaction."""
