@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from benchmarks import report
+from benchmarks import proctree, report
 from harness.pillar import variants
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
@@ -152,22 +150,6 @@ class ConnectionMonitor:
             conn.close()
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its live children."""
-    total = 0.0
-    try:
-        root = psutil.Process(pid)
-        for proc in [root, *root.children(recursive=True)]:
-            try:
-                times = proc.cpu_times()
-                total += times.user + times.system
-            except psutil.NoSuchProcess:
-                pass
-    except psutil.NoSuchProcess:
-        pass
-    return total
-
-
 @dataclass
 class FleetResult:
     variant: str
@@ -176,6 +158,11 @@ class FleetResult:
     returns: list[int] = field(default_factory=list)
     wrong: int = 0
     first_wrong: str = ""
+    #: returns that are an error message instead of a pillar (e.g. a timeout)
+    failed: int = 0
+    first_failed: str = ""
+    #: ``_pillar`` requests the minions sent, retries included
+    pillar_requests: int = 0
     master_cpu_s: float = 0.0
     peak_clients: int = 0
     peak_backends: int = 0
@@ -188,6 +175,13 @@ def _describe_wrong(value: Any) -> str:
     if "_errors" in value:
         return f"_errors {str(value['_errors'])[:200]!r}"
     return f"keys {sorted(value)[:8]}"
+
+
+def _pillar_requests(stack: Any) -> int:
+    """``_pillar`` requests the simulated fleet has sent so far (from status.json)."""
+    time.sleep(1.5)  # the workers write their counters every second
+    status = stack.fleet.status() or {}
+    return int(status.get("pillar_requests") or 0)
 
 
 def run_fleet_variant(
@@ -222,7 +216,8 @@ def run_fleet_variant(
     with Stack(settings) as stack:
         assert stack.master is not None
         stack.cmd("*", "pillar.items", timeout=300)  # warm-up, not counted
-        cpu_before = tree_cpu_seconds(stack.master.process.pid)
+        requests_before = _pillar_requests(stack)
+        cpu_before = proctree.cpu_seconds(stack.master.process.pid)
         with ConnectionMonitor(pg.connection) as monitor:
             for _ in range(rounds):
                 started = time.perf_counter()
@@ -230,14 +225,21 @@ def run_fleet_variant(
                 result.round_s.append(time.perf_counter() - started)
                 result.returns.append(len(returns))
                 for mid, value in returns.items():
-                    if value != merged_pillar(fleet, mid):
+                    if not isinstance(value, dict):
+                        result.failed += 1
+                        if not result.first_failed:
+                            result.first_failed = f"{mid}: {_describe_wrong(value)}"
+                    elif value != merged_pillar(fleet, mid):
                         result.wrong += 1
                         if not result.first_wrong:
                             result.first_wrong = f"{mid}: {_describe_wrong(value)}"
                 started = time.perf_counter()
                 stack.cmd("*", "test.ping", timeout=120)
                 result.ping_s.append(time.perf_counter() - started)
-        result.master_cpu_s = tree_cpu_seconds(stack.master.process.pid) - cpu_before
+        result.master_cpu_s = (
+            proctree.cpu_seconds(stack.master.process.pid) - cpu_before
+        )
+        result.pillar_requests = _pillar_requests(stack) - requests_before
         result.peak_clients = monitor.peak_clients
         result.peak_backends = monitor.peak_backends
     return result
@@ -338,7 +340,9 @@ def write_report(
                 "pillar.items round median s",
                 "max s",
                 "returns / round",
+                "error returns",
                 "wrong pillars",
+                "_pillar requests / minion / round",
                 "test.ping median s",
                 "master CPU s",
                 "peak PG client connections",
@@ -350,7 +354,9 @@ def write_report(
                     f"{report.median(r.round_s):.2f}",
                     f"{max(r.round_s):.2f}",
                     f"{min(r.returns)}-{max(r.returns)} of {minions}",
+                    r.failed,
                     r.wrong,
+                    f"{r.pillar_requests / (minions * rounds):.2f}",
                     f"{report.median(r.ping_s):.2f}",
                     f"{r.master_cpu_s:.1f}",
                     r.peak_clients,
@@ -361,6 +367,20 @@ def write_report(
         ),
         "",
     ]
+    lines += [
+        "Error returns are `pillar.items` returns that carry an error message "
+        "instead of a pillar (the message a real minion returns when its "
+        "`_pillar` request times out after its tries); wrong pillars are "
+        "pillars that differ from the reference merge of the generated data. "
+        "More than 1 `_pillar` request per minion and round means minions "
+        "retried after a request timed out.",
+        "",
+    ]
+    failed = [r for r in results if r.failed]
+    if failed:
+        lines += ["First error return of each variant:", ""]
+        lines += [f"- {r.variant}: {r.first_failed}" for r in failed]
+        lines.append("")
     wrong = [r for r in results if r.wrong]
     if wrong:
         lines += ["Pillars that differed from the reference merge (first of each):", ""]

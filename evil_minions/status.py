@@ -71,6 +71,7 @@ class ProcessStats:
     return_errors: int = 0
     events_sent: int = 0
     event_errors: int = 0
+    #: ``_pillar`` requests sent to the master, retries after a timeout included
     pillar_requests: int = 0
     pillar_errors: int = 0
     rss_kb: int = 0
