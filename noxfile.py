@@ -6,7 +6,7 @@ nox -s tests            patches' own tests, upstream's tests of touched
 nox -s vendor           salt/src = pinned sdist + patches/series
 nox -s export-patches   salt/src commits -> patches/
 nox -s harness -- up    the harness CLI (up / status / down / demo / pillar)
-nox -s bench -- NAME    a benchmark (minions, pillar, interfaces); report in benchmarks/results/
+nox -s bench -- NAME    a benchmark (minions, pillar, storm, interfaces); report in benchmarks/results/
 nox -s interfaces-report   the pkg interface conformance matrix
 nox -s lint             ruff, mypy, and black on the files the series touches
 """
@@ -117,7 +117,7 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """A benchmark and its report: nox -s bench -- minions|pillar [options]."""
+    """A benchmark and its report: nox -s bench -- minions|pillar|storm|interfaces."""
     _install(session, "bench")
     session.run("python", "-m", "benchmarks", *(session.posargs or ["--help"]))
 
@@ -140,10 +140,9 @@ def harness(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy on the project; black (upstream's version) on patched files."""
     _install(session, "lint")
-    session.run("ruff", "check", "harness", "evil_minions", "tests", "noxfile.py")
-    session.run(
-        "ruff", "format", "--check", "harness", "evil_minions", "tests", "noxfile.py"
-    )
+    code = ["harness", "evil_minions", "benchmarks", "tests", "noxfile.py"]
+    session.run("ruff", "check", *code)
+    session.run("ruff", "format", "--check", *code)
     session.run("mypy")
     touched = session.run(
         "python",

@@ -35,6 +35,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--rounds", type=positive, default=20)
     p.add_argument("--single-rounds", type=positive, default=30)
+    p = sub.add_parser("storm", help="a storm of jobs, rate limiting off vs on")
+    p.add_argument("--minions", type=positive, default=1000)
+    p.add_argument("--jobs", type=positive, default=200)
+    p.add_argument("--processes", type=positive, default=2)
+    p.add_argument("--submitters", type=positive, default=4)
+    p.add_argument(
+        "--max-wait",
+        type=positive,
+        default=1800,
+        help="seconds one variant may take before it is cut short",
+    )
+    p.add_argument("--decide-calls", type=positive, default=20000)
+    p.add_argument(
+        "--variants",
+        choices=["off", "on", "both"],
+        default="both",
+        help="run the limiter off, on, or both side by side (default)",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -43,6 +61,18 @@ def main(argv: list[str] | None = None) -> int:
 
             path = minions.run(
                 minions=args.minions, processes=args.processes, rounds=args.rounds
+            )
+        elif args.name == "storm":
+            from benchmarks import storm
+
+            path = storm.run(
+                minions=args.minions,
+                jobs=args.jobs,
+                processes=args.processes,
+                submitters=args.submitters,
+                max_wait=args.max_wait,
+                decide_calls=args.decide_calls,
+                variants=("off", "on") if args.variants == "both" else (args.variants,),
             )
         elif args.name == "interfaces":
             from benchmarks import interfaces_load

@@ -84,6 +84,11 @@ class EventListener:
         with self._cond:
             return len(self._events)
 
+    def since(self, index: int) -> tuple[list[Event], int]:
+        """Every event after position ``index``, and the position after them."""
+        with self._cond:
+            return self._events[index:], len(self._events)
+
     def matching(self, pattern: str, since: int = 0) -> list[Event]:
         with self._cond:
             return [
