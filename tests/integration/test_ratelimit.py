@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+import salt.exceptions
 
 from harness.master import salt_script
 from harness.ratelimit import (
@@ -48,10 +49,20 @@ def _wait_for(predicate, timeout: float = 30, interval: float = 0.2):
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
+    from evil_minions.config import LatencySpec, TimingModel
+
     settings = StackSettings(
         root=open_tmp_module / "stack",
         real_minion=False,
         simulated_minions=MINIONS,
+        # Minions that run at most max_minion_jobs jobs at once (more wait
+        # on the minion) and take a few seconds per state run.
+        simulated_config={
+            "timing": TimingModel(
+                state_duration=LatencySpec(2.0, 3.0),
+                max_concurrent_jobs=LIMITS.max_minion_jobs,
+            )
+        },
         master_opts=LIMITS.master_options(),
     )
     with Stack(settings) as running:
@@ -150,3 +161,38 @@ def test_queued_job_survives_a_master_restart(stack: Stack) -> None:
         "published",
         "published_excluding",
     )
+
+
+def test_a_burst_of_state_runs_is_paced_and_every_return_arrives(stack: Stack) -> None:
+    assert stack.listener is not None
+    assert _wait_for(lambda: _idle(stack), timeout=60)
+    since = stack.listener.mark()
+    with stack.client() as client:
+        # each takes MINIONS of the MINIONS + 2 master points: one at a time,
+        # the second waits at the head, the third is over max_queue
+        jids = [client.cmd_async("*", "state.apply") for _ in range(2)]
+        with pytest.raises(salt.exceptions.SaltMasterOverloadedError):
+            client.run_job("*", "state.apply")
+    assert all(jids)
+    assert _wait_for(lambda: _idle(stack), timeout=90)
+    found = listener_outcomes(stack.listener, since)
+    assert outcome_problems(found, jids) == {}
+    published = {
+        jid: stack.listener.wait_for(
+            f"salt/ratelimit/job/{jid}/published", timeout=5, since=since
+        )
+        for jid in jids
+    }
+    # the second job went out only once enough of the first one's returns
+    # had given back their points: MINIONS - 2 of them
+    first_returns = stack.listener.matching(f"salt/job/{jids[0]}/ret/*", since)
+    before = [e for e in first_returns if e.received <= published[jids[1]].received]
+    assert len(before) >= MINIONS - 2
+    for jid in jids:
+        returned = {
+            e.tag.rsplit("/", 1)[1]
+            for e in stack.listener.matching(f"salt/job/{jid}/ret/*", since)
+        }
+        assert returned == set(stack.fleet.ids), jid
+    status = stack.fleet.status()
+    assert status is not None and status["peak_minion_jobs"] <= LIMITS.max_minion_jobs
