@@ -345,6 +345,7 @@ def write_report(
                 "_pillar requests / minion / round",
                 "test.ping median s",
                 "master CPU s",
+                "master CPU ms / _pillar request",
                 "peak PG client connections",
                 "peak PG backends",
             ],
@@ -359,6 +360,7 @@ def write_report(
                     f"{r.pillar_requests / (minions * rounds):.2f}",
                     f"{report.median(r.ping_s):.2f}",
                     f"{r.master_cpu_s:.1f}",
+                    f"{1000 * r.master_cpu_s / max(1, r.pillar_requests):.0f}",
                     r.peak_clients,
                     r.peak_backends,
                 )
@@ -419,4 +421,5 @@ def write_report(
         "seconds",
     )
     lines += ["", f"![round times]({plot.name})"]
+    report.write_data("pillar", {"micro": micro, "fleet": results})
     return report.write("pillar", "\n".join(lines))

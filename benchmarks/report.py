@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import platform
 import statistics
@@ -55,6 +57,29 @@ def write(name: str, markdown: str) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.md"
     path.write_text(markdown.rstrip() + "\n")
+    return path
+
+
+def write_data(name: str, data: dict[str, Any]) -> Path:
+    """The raw measurements behind a report, as ``results/<name>.json``:
+    dataclasses become objects, sets sorted lists."""
+
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {
+                f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+            }
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, (set, frozenset)):
+            return sorted(plain(v) for v in value)
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(plain(data), sort_keys=True, default=str) + "\n")
     return path
 
 

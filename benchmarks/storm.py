@@ -730,6 +730,24 @@ def write_report(
     )
     plot = timeline_plot(results)
     lines += ["", f"![storm over time]({plot.name})"]
+    report.write_data(
+        "storm",
+        {
+            "variants": results,
+            "decisions": [
+                {
+                    "case": d.case,
+                    "decision": d.decision,
+                    "calls": len(d.samples_us),
+                    **{
+                        f"p{pct}_us": report.percentile(d.samples_us, pct)
+                        for pct in (50, 90, 99, 100)
+                    },
+                }
+                for d in decisions
+            ],
+        },
+    )
     return report.write("storm", "\n".join(lines))
 
 
