@@ -28,6 +28,10 @@ def test_every_minion_gets_only_its_own_pillar(open_tmp) -> None:
         root=open_tmp / "stack",
         real_minion=False,
         simulated_minions=FLEET_MINIONS,
+        # Isolation, not speed: on a loaded machine 1000 compiles can queue
+        # for longer than a minion's default 60 s request timeout, and a
+        # timed-out pillar.items is no answer to the question asked here.
+        simulated_config={"request_timeout": 900.0, "request_tries": 1},
         master_opts=master_opts(
             "db-function", pillar_tree=None, extension_dir=open_tmp
         ),
@@ -37,8 +41,10 @@ def test_every_minion_gets_only_its_own_pillar(open_tmp) -> None:
         fleet = generate(ids)
         assert stack.pg is not None
         store_fleet(stack.pg, fleet)
-        returns = stack.cmd("*", "pillar.items", ["unmask=True"], timeout=300)
+        returns = stack.cmd("*", "pillar.items", ["unmask=True"], timeout=900)
     assert len(returns) == len(ids)
+    failed = {mid: p for mid, p in returns.items() if not isinstance(p, dict)}
+    assert failed == {}, f"{len(failed)} minions got no pillar"
     leaks = [
         mid for mid, pillar in returns.items() if pillar != merged_pillar(fleet, mid)
     ]
