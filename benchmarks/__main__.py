@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                 submitters=args.submitters,
                 max_wait=args.max_wait,
                 decide_calls=args.decide_calls,
-                variants=("off", "on") if args.variants == "both" else (args.variants,),
+                variants=("on", "off") if args.variants == "both" else (args.variants,),
             )
         elif args.name == "interfaces":
             from benchmarks import interfaces_load

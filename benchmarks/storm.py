@@ -537,7 +537,7 @@ def run(
     submitters: int = 4,
     max_wait: float = 1800,
     decide_calls: int = 20000,
-    variants: tuple[str, ...] = ("off", "on"),
+    variants: tuple[str, ...] = ("on", "off"),
 ) -> Path:
     """Run the storm with the limiter off and on; return the report's path."""
     from evil_minions import ensure_keys, minion_ids
