@@ -84,3 +84,6 @@ def pytest_configure(config):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _interrupt)
+    # A run started in the background of a non-interactive shell (nohup ...
+    # &) inherits SIGINT ignored; the Ctrl-C tests need Python's own handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)

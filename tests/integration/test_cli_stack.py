@@ -85,6 +85,8 @@ def test_interrupt_during_startup_stops_everything(open_tmp) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal, even when the tests run with SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # interrupt once the master exists (its config is written just before it starts)
     deadline = time.monotonic() + 120
