@@ -221,6 +221,14 @@ class JobBook:
                 if t.published is not None and t.completed is None
             )
 
+    def all_settled(self) -> bool:
+        """Whether every job was published, expired or rejected."""
+        with self.lock:
+            return all(
+                t.published is not None or t.outcome in ("expired", "rejected")
+                for t in self.jobs.values()
+            )
+
     def expected_total(self) -> int:
         with self.lock:
             return sum(t.expected for t in self.jobs.values())
@@ -455,10 +463,7 @@ def _wait_for_the_end(
         if received != last_count:
             last_count, last_change = received, time.monotonic()
         queued = _queued(probe) if limiter is not None else 0
-        all_published = queued == 0 and all(
-            t.published is not None or t.outcome in ("expired", "rejected")
-            for t in list(book.jobs.values())
-        )
+        all_published = queued == 0 and book.all_settled()
         if all_published and received >= book.expected_total():
             return "all expected returns arrived"
         status = stack.fleet.status() or {}
