@@ -15,8 +15,14 @@ During the storm, once a second:
   events;
 - jobs queued (the queue manager's own count) and in flight (published,
   returns still missing), returns per second seen on the bus;
+- capacity held, from the queue manager's ledger: points in total (returns
+  the master waits for) and the most points one minion holds;
 - presence pings: ``test.ping`` to 10 minions every second, each from its
-  own client, timed until all 10 returned.
+  own client, timed until all 10 returned. Every tick pings 10 other
+  minions, in a fixed shuffled order through the whole fleet: a minion sends
+  its requests to the master one at a time over its one request channel, so
+  pinging the same 10 minions every second would queue their own job
+  returns behind their ping returns and measure that queue, not the master.
 
 At the end: jobs accepted / rejected / expired / published, returns
 expected (targets minus excluded minions) against received (the master's
@@ -36,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +58,8 @@ GOAL_DECIDE_US = 50.0
 PING_TARGETS = 10
 PING_TIMEOUT = 10  # seconds a presence ping waits for its returns
 PING_MAX_OUTSTANDING = 10  # pings in flight at once; a tick beyond is skipped
+#: ask the queue manager for every minion's points every this many samples
+CAPACITY_EVERY = 5
 #: after the fleet is idle, how long no new return may arrive before the end
 QUIET_S = 60.0
 SLEEP_LENGTHS = (1, 2, 3, 5)
@@ -68,6 +77,10 @@ class Sample:
     in_flight: int
     returns_per_s: float
     minion_returns_per_s: float
+    #: the queue manager's ledger (limiter on): points held in total, and
+    #: the most one minion holds (sampled every CAPACITY_EVERY seconds)
+    master_points: int = 0
+    max_minion_points: int = 0
 
 
 @dataclass
@@ -116,6 +129,23 @@ class VariantResult:
     samples: list[Sample] = field(default_factory=list)
     pings: list[Ping] = field(default_factory=list)
     pings_skipped: int = 0
+    #: minions the presence pings went to, all ticks together
+    pinged_minions: int = 0
+
+    @property
+    def cut(self) -> bool:
+        """Whether the variant was cut short by ``--max-wait``."""
+        return self.ended_by.startswith("max wait")
+
+    @property
+    def missing_returns(self) -> int:
+        """Expected returns the job cache does not have: lost if the storm
+        ran to its end, possibly still on their way if it was cut."""
+        return max(0, self.expected_returns - self.received_cache)
+
+    @property
+    def max_minion_points(self) -> int:
+        return max((s.max_minion_points for s in self.samples), default=0)
 
     @property
     def ping_p50(self) -> float:
@@ -251,6 +281,24 @@ def job_cache_returns(cachedir: Path, jids: set[str]) -> dict[str, int]:
     return found
 
 
+def ping_order(ids: Sequence[str], seed: int = 11) -> list[str]:
+    """The fleet in the fixed shuffled order the presence pings go through."""
+    order = list(ids)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def ping_targets(order: Sequence[str], tick: int) -> list[str]:
+    """The minions presence ping number ``tick`` goes to: the next
+    PING_TARGETS of ``order``, wrapping around, so consecutive pings go to
+    different minions and every minion is pinged as often as any other."""
+    if not order:
+        return []
+    count = min(PING_TARGETS, len(order))
+    start = tick * count
+    return [order[(start + i) % len(order)] for i in range(count)]
+
+
 def storm_jobs(count: int, seed: int = 7) -> list[tuple[str, list[Any]]]:
     """The storm: ``test.sleep`` of a few seconds and ``state.apply``, mixed."""
     rng = random.Random(seed)
@@ -313,7 +361,8 @@ def run_variant(
         listener = stack.listener
         probe = QueueProbe(stack.master.settings.root / "run" / "master")
         ids = list(stack.fleet.ids)
-        ping_ids = ids[:: max(1, len(ids) // PING_TARGETS)][:PING_TARGETS]
+        order = ping_order(ids)
+        pinged: set[str] = set()
         # warm up the master's workers and caches, not counted
         stack.cmd("*", "test.ping", timeout=120)
         cpu_before = proctree.cpu_seconds(master_pid)
@@ -328,12 +377,15 @@ def run_variant(
             nonlocal position
             last = time.monotonic()
             last_sent = int(fleet_status().get("returns_sent") or 0)
+            max_points = 0
             while not stop.wait(1.0):
                 events, position = listener.since(position)
                 returns, ages = book.feed(events)
                 now = time.monotonic()
                 sent = int(fleet_status().get("returns_sent") or 0)
-                queued = _queued(probe) if limiter is not None else 0
+                queued, points = _limiter_state(probe) if limiter else (0, 0)
+                if limiter is not None and len(result.samples) % CAPACITY_EVERY == 0:
+                    max_points = _max_minion_points(probe, max_points)
                 result.samples.append(
                     Sample(
                         t=now - started,
@@ -343,16 +395,18 @@ def run_variant(
                         in_flight=book.in_flight(),
                         returns_per_s=returns / (now - last),
                         minion_returns_per_s=(sent - last_sent) / (now - last),
+                        master_points=points,
+                        max_minion_points=max_points,
                     )
                 )
                 last, last_sent = now, sent
 
-        def one_ping(at: float) -> None:
+        def one_ping(at: float, targets: list[str]) -> None:
             began = time.monotonic()
             try:
                 with stack.client() as client:
                     got = client.cmd(
-                        ping_ids, "test.ping", tgt_type="list", timeout=PING_TIMEOUT
+                        targets, "test.ping", tgt_type="list", timeout=PING_TIMEOUT
                     )
             except Exception:  # pylint: disable=broad-except
                 got = {}
@@ -360,12 +414,18 @@ def run_variant(
 
         def pinger(pool: ThreadPoolExecutor) -> None:
             outstanding: list[Any] = []
+            tick = 0
             while not stop.wait(1.0):
                 outstanding = [f for f in outstanding if not f.done()]
                 if len(outstanding) >= PING_MAX_OUTSTANDING:
                     result.pings_skipped += 1
                     continue
-                outstanding.append(pool.submit(one_ping, time.monotonic() - started))
+                targets = ping_targets(order, tick)
+                tick += 1
+                pinged.update(targets)
+                outstanding.append(
+                    pool.submit(one_ping, time.monotonic() - started, targets)
+                )
 
         def submit(chunk: list[tuple[str, list[Any]]]) -> None:
             with stack.client() as client:
@@ -416,6 +476,7 @@ def run_variant(
             stop.set()
             for thread in threads:
                 thread.join(timeout=30)
+        result.pinged_minions = len(pinged)
         result.master_cpu_s = proctree.cpu_seconds(master_pid) - cpu_before
         status = stack.fleet.status() or {}
         result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
@@ -437,10 +498,27 @@ def run_variant(
 
 def _queued(probe: QueueProbe) -> int:
     """Jobs in the queue manager's queue; -1 when it did not answer."""
+    return _limiter_state(probe)[0]
+
+
+def _limiter_state(probe: QueueProbe) -> tuple[int, int]:
+    """``(jobs queued, points held)`` from the queue manager; -1s when it
+    did not answer."""
     try:
-        return int(probe.status().get("queued", 0))
+        status = probe.status()
     except (OSError, RuntimeError):
-        return -1
+        return -1, -1
+    return int(status.get("queued", 0)), int(status.get("master_jobs", 0))
+
+
+def _max_minion_points(probe: QueueProbe, previous: int) -> int:
+    """The most points one minion holds now; ``previous`` when the queue
+    manager did not answer."""
+    try:
+        held = probe.capacity()
+    except (OSError, RuntimeError):
+        return previous
+    return max(held.values(), default=0)
 
 
 def _wait_for_the_end(
@@ -602,7 +680,9 @@ def write_report(
         f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
         f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
         f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
-        f"({PING_TIMEOUT} s timeout). Reproduce: `nox -s bench -- storm`.",
+        f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
+        "(a fixed shuffled order through the fleet). "
+        f"Reproduce: `nox -s bench -- storm --jobs {jobs}`.",
         "",
         "## End counts",
         "",
@@ -621,7 +701,8 @@ def write_report(
                 "received (bus)",
                 "lost",
                 "minion return errors",
-                "max jobs on one minion",
+                "max jobs on one minion (minion's count)",
+                "max points on one minion (ledger)",
             ],
             [
                 (
@@ -636,9 +717,10 @@ def write_report(
                     r.expected_returns,
                     r.received_cache,
                     r.received_bus,
-                    max(0, r.expected_returns - r.received_cache),
+                    _lost_cell(r),
                     r.minion_return_errors,
                     r.peak_minion_jobs,
+                    r.max_minion_points if r.limiter else "-",
                 )
                 for r in results
             ],
@@ -656,6 +738,7 @@ def write_report(
                 "bus delay p50 / max s",
                 "max queued",
                 "max in flight",
+                "max points held",
                 "returns/s peak",
                 "ping p50 s",
                 "ping p99 s",
@@ -673,6 +756,11 @@ def write_report(
                     _delay_summary(r),
                     max((s.queued for s in r.samples), default=0),
                     max((s.in_flight for s in r.samples), default=0),
+                    (
+                        max((s.master_points for s in r.samples), default=0)
+                        if r.limiter
+                        else "-"
+                    ),
                     f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
                     f"{r.ping_p50:.2f}" if r.pings else "-",
                     f"{r.ping_p99:.2f}" if r.pings else "-",
@@ -686,7 +774,10 @@ def write_report(
         "",
         "Lost returns are returns expected from published jobs (targets "
         "minus the minions a job was published without) that never reached "
-        "the master's job cache. A presence ping is incomplete when fewer "
+        "the master's job cache; when a variant was cut short by "
+        "`--max-wait`, missing returns may still have been on their way and "
+        "are not called lost. Points are the queue manager's ledger: one per "
+        "published job and minion until the minion's return arrives. A presence ping is incomplete when fewer "
         f"than {PING_TARGETS} minions answered within its timeout (then its "
         "time includes Salt's `saltutil.find_job` round); a ping tick is "
         f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
@@ -716,15 +807,22 @@ def write_report(
     ]
     on = next((r for r in results if r.name == "on"), None)
     if on is not None:
-        lost = max(0, on.expected_returns - on.received_cache)
+        lost = on.missing_returns
         rss = [s.master_rss_mb for s in on.samples]
         lines += [
             f"- no minion over its capacity: at most {on.peak_minion_jobs} jobs "
-            f"on one minion <= {limits.max_minion_jobs}: "
+            f"on one minion <= {limits.max_minion_jobs} (the queue manager's "
+            f"ledger: at most {on.max_minion_points} points on one minion): "
             + _verdict(on.peak_minion_jobs <= limits.max_minion_jobs),
             f"- bounded master RSS: peak {on.peak_rss_mb:.0f} MiB, at end "
             f"{rss[-1] if rss else 0:.0f} MiB (see the plot)",
-            f"- returns lost for published jobs: {lost}: " + _verdict(lost == 0),
+            (
+                f"- returns lost for published jobs: not known, the run was cut "
+                f"with {lost} returns missing"
+                if on.cut
+                else f"- returns lost for published jobs: {lost}: "
+                + _verdict(lost == 0)
+            ),
             f"- presence ping p99 {on.ping_p99:.2f} s <= {GOAL_PING_P99_S:g} s: "
             + _verdict(on.ping_p99 <= GOAL_PING_P99_S),
         ]
@@ -756,6 +854,12 @@ def write_report(
     return report.write("storm", "\n".join(lines))
 
 
+def _lost_cell(result: VariantResult) -> str:
+    if result.cut:
+        return f"n/a: cut, {result.missing_returns} missing"
+    return str(result.missing_returns)
+
+
 def _delay_summary(result: VariantResult) -> str:
     delays = [s.bus_delay_s for s in result.samples if s.bus_delay_s is not None]
     if not delays:
@@ -774,10 +878,14 @@ def timeline_plot(results: list[VariantResult]) -> Path:
         ("master RSS (MiB)", lambda s: s.master_rss_mb),
         ("jobs in flight", lambda s: s.in_flight),
         ("jobs queued", lambda s: max(0, s.queued)),
+        (
+            "points held (ledger)",
+            lambda s: s.master_points if s.master_points else None,
+        ),
         ("returns / s (bus)", lambda s: s.returns_per_s),
         ("bus delay of returns (s)", lambda s: s.bus_delay_s),
     ]
-    fig, axes = plt.subplots(len(panels) + 1, 1, figsize=(9, 14), dpi=100, sharex=True)
+    fig, axes = plt.subplots(len(panels) + 1, 1, figsize=(9, 16), dpi=100, sharex=True)
     for ax, (title, value) in zip(axes[:-1], panels, strict=True):
         for r in results:
             points = [(s.t, value(s)) for s in r.samples if value(s) is not None]

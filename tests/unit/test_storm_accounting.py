@@ -9,7 +9,16 @@ from __future__ import annotations
 import datetime
 import pickle
 
-from benchmarks.storm import JobBook, JobTrack, job_cache_returns, storm_jobs
+from benchmarks.storm import (
+    PING_TARGETS,
+    JobBook,
+    JobTrack,
+    VariantResult,
+    job_cache_returns,
+    ping_order,
+    ping_targets,
+    storm_jobs,
+)
 from harness.events import Event
 
 
@@ -88,3 +97,34 @@ def test_the_storm_mixes_sleeps_and_state_runs_reproducibly():
     assert jobs == storm_jobs(200)
     assert sum(1 for fun, _ in jobs if fun == "state.apply") == 100
     assert all(1 <= arg[0] <= 5 for fun, arg in jobs if fun == "test.sleep")
+
+
+def test_presence_pings_go_to_other_minions_each_tick_through_the_whole_fleet():
+    ids = [f"evil-{i:04d}" for i in range(1, 101)]
+    order = ping_order(ids)
+    assert sorted(order) == ids and order != ids  # shuffled, nobody left out
+    assert ping_order(ids) == order  # the same order in both variants
+    ticks = [ping_targets(order, tick) for tick in range(len(ids) // PING_TARGETS)]
+    assert all(len(targets) == PING_TARGETS for targets in ticks)
+    assert ticks[0] != ticks[1]
+    pinged = [mid for targets in ticks for mid in targets]
+    assert sorted(pinged) == ids  # one full turn pings every minion once
+    assert ping_targets(order, len(ticks)) == ticks[0]  # and then starts over
+
+
+def test_a_small_fleet_is_pinged_whole_and_an_empty_one_not_at_all():
+    assert sorted(ping_targets(["b", "a", "c"], 5)) == ["a", "b", "c"]
+    assert ping_targets([], 0) == []
+
+
+def test_missing_returns_are_called_lost_only_when_the_storm_ran_to_its_end():
+    done = VariantResult("on", None, expected_returns=10, received_cache=8)
+    done.ended_by = "all expected returns arrived"
+    assert not done.cut and done.missing_returns == 2
+    cut = VariantResult("on", None, expected_returns=10, received_cache=8)
+    cut.ended_by = "max wait of 600s reached"
+    assert cut.cut and cut.missing_returns == 2
+    from benchmarks.storm import _lost_cell
+
+    assert _lost_cell(done) == "2"
+    assert _lost_cell(cut) == "n/a: cut, 2 missing"
