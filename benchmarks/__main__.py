@@ -53,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         default="both",
         help="run the limiter off, on, or both side by side (default)",
     )
+    p.add_argument(
+        "--max-master-jobs",
+        type=positive,
+        default=2000,
+        help="rate_limiting:max_master_jobs of the limiter-on master "
+        "(default: Salt's default, 2000)",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -73,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_wait=args.max_wait,
                 decide_calls=args.decide_calls,
                 variants=("on", "off") if args.variants == "both" else (args.variants,),
+                max_master_jobs=args.max_master_jobs,
             )
         elif args.name == "interfaces":
             from benchmarks import interfaces_load

@@ -621,6 +621,7 @@ def run(
     max_wait: float = 1800,
     decide_calls: int = 20000,
     variants: tuple[str, ...] = ("on", "off"),
+    max_master_jobs: int = RateLimiting.max_master_jobs,
 ) -> Path:
     """Run the storm with the limiter off and on; return the report's path."""
     from evil_minions import ensure_keys, minion_ids
@@ -630,7 +631,7 @@ def run(
     decisions = decide_benchmark(minions, decide_calls)
     print(f"caching {minions} minion keys (only missing ones are made)", flush=True)
     ensure_keys(DEFAULT_KEYS_DIR, minion_ids("evil", minions))
-    limiters = {"off": None, "on": RateLimiting()}
+    limiters = {"off": None, "on": RateLimiting(max_master_jobs=max_master_jobs)}
     results = []
     with tempfile.TemporaryDirectory(prefix="saltfleet-storm-") as tmp:
         work = Path(tmp)
@@ -664,7 +665,18 @@ def write_report(
     minions: int,
     jobs: int,
 ) -> Path:
-    limits = RateLimiting()
+    limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
+    defaults = RateLimiting()
+    changed = [
+        f"{name} {getattr(limits, name)}"
+        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
+        if getattr(limits, name) != getattr(defaults, name)
+    ]
+    reproduce = f"nox -s bench -- storm --jobs {jobs}" + (
+        f" --max-master-jobs {limits.max_master_jobs}"
+        if limits.max_master_jobs != defaults.max_master_jobs
+        else ""
+    )
     lines = [
         "# Storm benchmark: rate limiting off vs on",
         "",
@@ -676,13 +688,15 @@ def write_report(
         f"start-up delay of {START_JITTER[0]:g}-{START_JITTER[1]:g} s per minion "
         "(a real minion forks a process per job), submitted "
         "with `LocalClient.run_job` by 4 client threads as fast as they can. "
-        f"Limiter on: `rate_limiting` defaults (criteria `{limits.criteria}`, "
+        "Limiter on: `rate_limiting` "
+        + (f"defaults except {', '.join(changed)} " if changed else "defaults ")
+        + f"(criteria `{limits.criteria}`, "
         f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
         f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
         f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
         "(a fixed shuffled order through the fleet). "
-        f"Reproduce: `nox -s bench -- storm --jobs {jobs}`.",
+        f"Reproduce: `{reproduce}`.",
         "",
         "## End counts",
         "",
