@@ -23,6 +23,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KEYS_DIR = PROJECT_ROOT / ".saltfleet" / "keys"
 # ~ what 1000 minions need here with cached keys, with a wide margin
 START_TIMEOUT = 900.0
+#: start-up fails early when no minion authenticated or connected for this long
+STALL_TIMEOUT = 180.0
 
 Progress = Callable[[str], None]
 
@@ -46,6 +48,41 @@ class _ProgressPrinter:
 
 
 print_progress = _ProgressPrinter()
+
+
+class StallWatch:
+    """Tells when a fleet's start-up stopped making progress.
+
+    Progress is any change in the fleet's state or in how many minions
+    authenticated, connected, failed to authenticate, fetched their start-up
+    pillar or sent their start events. A fleet that sits still for ``stall_after``
+    seconds (a master that stopped answering, a wrong port) is reported
+    then, not after the whole start-up timeout.
+    """
+
+    def __init__(self, stall_after: float, now: float) -> None:
+        self.stall_after = stall_after
+        self._seen: tuple[object, ...] | None = None
+        self._since = now
+
+    def stalled(self, status: dict[str, object] | None, now: float) -> float | None:
+        """Seconds without progress if that is ``stall_after`` or more, else None."""
+        if status is not None:
+            seen = tuple(
+                status.get(key)
+                for key in (
+                    "state",
+                    "authenticated",
+                    "connected",
+                    "auth_failures",
+                    "pillar_requests",
+                    "events_sent",
+                )
+            )
+            if seen != self._seen:
+                self._seen, self._since = seen, now
+        idle = now - self._since
+        return idle if idle >= self.stall_after else None
 
 
 class SimulatedFleet:
@@ -96,6 +133,7 @@ class SimulatedFleet:
         started = time.time()
         self.process.start()
         deadline = time.monotonic() + START_TIMEOUT
+        watch = StallWatch(STALL_TIMEOUT, time.monotonic())
         while True:
             status = read_status(self.config.run_dir)
             fresh = status is not None and float(status.get("updated_at", 0)) >= started
@@ -111,6 +149,14 @@ class SimulatedFleet:
                     )
             if not self.process.running():
                 raise self.process.fail(f"exited with code {self.process.returncode()}")
+            idle = watch.stalled(status if fresh else None, time.monotonic())
+            if idle is not None:
+                raise StartupError(
+                    f"{len(ids)} simulated minions: start-up made no progress for "
+                    f"{idle:.0f}s; last status: "
+                    f"{format_summary(status) if fresh and status else 'none'}\n"
+                    f"{self.process.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 raise StartupError(
                     f"{len(ids)} simulated minions not all connected after "
