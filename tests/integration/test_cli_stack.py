@@ -88,21 +88,47 @@ def test_interrupt_during_startup_stops_everything(open_tmp) -> None:
         # as from a terminal, even when the tests run with SIGINT ignored
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    # interrupt once the master exists (its config is written just before it starts)
-    deadline = time.monotonic() + 120
-    while not (root / "master" / "etc" / "salt" / "master").exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
-    assert "interrupted; everything started was stopped" in err
-    assert alive(started) == []
-    leftovers = [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if any(str(root) in part for part in (p.info["cmdline"] or []))
-    ]
-    assert leftovers == []
+    started: list[int] = []
+    try:
+        # interrupt once the master exists (its config is written just before it starts)
+        deadline = time.monotonic() + 120
+        while not (root / "master" / "etc" / "salt" / "master").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130
+        assert "interrupted; everything started was stopped" in err
+        assert alive(started) == []
+        leftovers = [
+            p.pid
+            for p in psutil.process_iter(["cmdline"])
+            if any(str(root) in part for part in (p.info["cmdline"] or []))
+        ]
+        assert leftovers == []
+    finally:
+        # whatever failed above, nothing this test started may outlive it
+        _stop_by_pid(proc, started, root)
+
+
+def _stop_by_pid(proc, started: list[int], root) -> None:
+    """Stop ``harness up`` and every process it started, by pid (what it
+    started before it was interrupted, and anything running under ``root``)."""
+    import contextlib
+
+    import psutil
+
+    from harness.processes import stop_process_tree
+
+    known = []
+    for pid in alive(started):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            known.append(psutil.Process(pid))
+    for p in psutil.process_iter(["cmdline"]):
+        if any(str(root) in part for part in (p.info["cmdline"] or [])):
+            known.append(p)
+    stop_process_tree(proc.pid, timeout=60, known=known)
+    with contextlib.suppress(Exception):
+        proc.communicate(timeout=5)
