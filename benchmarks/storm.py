@@ -677,6 +677,8 @@ def write_report(
         if limits.max_master_jobs != defaults.max_master_jobs
         else ""
     )
+    if len(results) == 1:
+        reproduce += f" --variants {results[0].name}"
     lines = [
         "# Storm benchmark: rate limiting off vs on",
         "",
