@@ -129,8 +129,6 @@ class VariantResult:
     samples: list[Sample] = field(default_factory=list)
     pings: list[Ping] = field(default_factory=list)
     pings_skipped: int = 0
-    #: minions the presence pings went to, all ticks together
-    pinged_minions: int = 0
 
     @property
     def cut(self) -> bool:
@@ -362,7 +360,6 @@ def run_variant(
         probe = QueueProbe(stack.master.settings.root / "run" / "master")
         ids = list(stack.fleet.ids)
         order = ping_order(ids)
-        pinged: set[str] = set()
         # warm up the master's workers and caches, not counted
         stack.cmd("*", "test.ping", timeout=120)
         cpu_before = proctree.cpu_seconds(master_pid)
@@ -422,7 +419,6 @@ def run_variant(
                     continue
                 targets = ping_targets(order, tick)
                 tick += 1
-                pinged.update(targets)
                 outstanding.append(
                     pool.submit(one_ping, time.monotonic() - started, targets)
                 )
@@ -476,7 +472,6 @@ def run_variant(
             stop.set()
             for thread in threads:
                 thread.join(timeout=30)
-        result.pinged_minions = len(pinged)
         result.master_cpu_s = proctree.cpu_seconds(master_pid) - cpu_before
         status = stack.fleet.status() or {}
         result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
@@ -494,11 +489,6 @@ def run_variant(
                 result.completed_jobs += track.completed is not None
             result.received_cache = sum(cache.values())
     return result
-
-
-def _queued(probe: QueueProbe) -> int:
-    """Jobs in the queue manager's queue; -1 when it did not answer."""
-    return _limiter_state(probe)[0]
 
 
 def _limiter_state(probe: QueueProbe) -> tuple[int, int]:
@@ -540,7 +530,7 @@ def _wait_for_the_end(
         received = book.received_total()
         if received != last_count:
             last_count, last_change = received, time.monotonic()
-        queued = _queued(probe) if limiter is not None else 0
+        queued = _limiter_state(probe)[0] if limiter is not None else 0
         all_published = queued == 0 and book.all_settled()
         if all_published and received >= book.expected_total():
             return "all expected returns arrived"
@@ -894,10 +884,7 @@ def timeline_plot(results: list[VariantResult]) -> Path:
         ("master RSS (MiB)", lambda s: s.master_rss_mb),
         ("jobs in flight", lambda s: s.in_flight),
         ("jobs queued", lambda s: max(0, s.queued)),
-        (
-            "points held (ledger)",
-            lambda s: s.master_points if s.master_points else None,
-        ),
+        ("points held (ledger)", lambda s: s.master_points),
         ("returns / s (bus)", lambda s: s.returns_per_s),
         ("bus delay of returns (s)", lambda s: s.bus_delay_s),
     ]
