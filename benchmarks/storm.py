@@ -829,8 +829,12 @@ def write_report(
                 else f"- returns lost for published jobs: {lost}: "
                 + _verdict(lost == 0)
             ),
-            f"- presence ping p99 {on.ping_p99:.2f} s <= {GOAL_PING_P99_S:g} s: "
-            + _verdict(on.ping_p99 <= GOAL_PING_P99_S),
+            (
+                f"- presence ping p99 {on.ping_p99:.2f} s <= {GOAL_PING_P99_S:g} s: "
+                + _verdict(on.ping_p99 <= GOAL_PING_P99_S)
+                if on.pings
+                else "- presence ping: none was sent, the storm ended too soon"
+            ),
         ]
     worst = max(report.percentile(d.samples_us, 99) for d in decisions)
     lines.append(
