@@ -23,7 +23,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KEYS_DIR = PROJECT_ROOT / ".saltfleet" / "keys"
 # ~ what 1000 minions need here with cached keys, with a wide margin
 START_TIMEOUT = 900.0
-#: start-up fails early when no minion authenticated or connected for this long
+#: start-up fails early when it made no progress (see StallWatch) for this long
 STALL_TIMEOUT = 180.0
 
 Progress = Callable[[str], None]

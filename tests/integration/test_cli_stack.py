@@ -102,12 +102,7 @@ def test_interrupt_during_startup_stops_everything(open_tmp) -> None:
         assert proc.returncode == 130
         assert "interrupted; everything started was stopped" in err
         assert alive(started) == []
-        leftovers = [
-            p.pid
-            for p in psutil.process_iter(["cmdline"])
-            if any(str(root) in part for part in (p.info["cmdline"] or []))
-        ]
-        assert leftovers == []
+        assert [p.pid for p in _running_under(root)] == []
     finally:
         # whatever failed above, nothing this test started may outlive it
         _stop_by_pid(proc, started, root)
@@ -126,9 +121,18 @@ def _stop_by_pid(proc, started: list[int], root) -> None:
     for pid in alive(started):
         with contextlib.suppress(psutil.NoSuchProcess):
             known.append(psutil.Process(pid))
-    for p in psutil.process_iter(["cmdline"]):
-        if any(str(root) in part for part in (p.info["cmdline"] or [])):
-            known.append(p)
+    known += _running_under(root)
     stop_process_tree(proc.pid, timeout=60, known=known)
     with contextlib.suppress(Exception):
         proc.communicate(timeout=5)
+
+
+def _running_under(root) -> list:
+    """The processes whose command line names a path under ``root``."""
+    import psutil
+
+    return [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(root) in part for part in (p.info["cmdline"] or []))
+    ]
