@@ -5,7 +5,8 @@ The Salt side is the ``ratelimit`` topic of ``patches/`` (``salt.ratelimit``,
 and benchmarks use it:
 
 - :class:`RateLimiting` renders the ``rate_limiting`` master option, for
-  ``MasterSettings.extra``.
+  ``MasterSettings.extra``, and optionally a worker pool of its own for the
+  exempt functions.
 - :class:`QueueProbe` asks the running master's queue manager for its status,
   its queue, the capacity minions hold and a job's outcome, over the queue
   manager's unix socket: no ``salt-run`` process, so it can be polled every
@@ -37,6 +38,9 @@ MANAGER_START_EVENT = "salt/ratelimit/manager/start"
 #: ``salt.ratelimit.ipc.SOCKET_NAME`` in the master's ``sock_dir``.
 SOCKET_NAME = "ratelimit.ipc"
 
+#: The worker pool :attr:`RateLimiting.exempt_pool_workers` adds.
+EXEMPT_POOL = "exempt"
+
 
 @dataclass(frozen=True)
 class RateLimiting:
@@ -49,9 +53,14 @@ class RateLimiting:
     exempt: tuple[str, ...] | None = None
     maintenance_interval: float = 60
     long_running: float = 600
+    #: MWorkers of a worker pool of their own for the exempt functions'
+    #: publications and returns (``worker_pools:<pool>:functions``); 0: none
+    exempt_pool_workers: int = 0
 
-    def master_options(self) -> dict[str, Any]:
-        """``{"rate_limiting": {...}}``, to merge into the master config."""
+    def master_options(self, worker_threads: int = 4) -> dict[str, Any]:
+        """``{"rate_limiting": {...}}``, to merge into the master config; with
+        ``exempt_pool_workers``, also ``worker_pools``: ``worker_threads``
+        workers for everything else and the exempt pool beside them."""
         settings: dict[str, Any] = {
             "criteria": self.criteria,
             "max_master_jobs": self.max_master_jobs,
@@ -62,7 +71,27 @@ class RateLimiting:
         }
         if self.exempt is not None:
             settings["exempt"] = list(self.exempt)
-        return {"rate_limiting": settings}
+        options: dict[str, Any] = {"rate_limiting": settings}
+        if self.exempt_pool_workers:
+            options["worker_pools"] = {
+                EXEMPT_POOL: {
+                    "worker_count": self.exempt_pool_workers,
+                    "functions": self.exempt_functions(),
+                },
+                "default": {"worker_count": worker_threads, "commands": ["*"]},
+            }
+        return options
+
+    def exempt_functions(self) -> list[str]:
+        """The functions that bypass the queue, as the master resolves them."""
+        import salt.config.rate_limiting as config  # the patched Salt
+
+        listed = (
+            config.DEFAULT_RATE_LIMITING["exempt"]
+            if self.exempt is None
+            else list(self.exempt)
+        )
+        return sorted(set(listed) | set(config.ALWAYS_EXEMPT))
 
 
 class QueueProbe:

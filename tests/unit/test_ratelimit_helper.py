@@ -39,6 +39,28 @@ def test_default_exempt_list_is_salts() -> None:
     assert "exempt" not in RateLimiting().master_options()["rate_limiting"]
 
 
+def test_exempt_pool_claims_the_exempt_functions_and_passes_validation() -> None:
+    pools = pytest.importorskip("salt.config.worker_pools")
+    opts = RateLimiting(exempt=("test.ping",), exempt_pool_workers=2).master_options(
+        worker_threads=3
+    )
+    layout = opts["worker_pools"]
+    assert layout["exempt"] == {
+        "worker_count": 2,
+        # the machinery's own functions are exempt even when not listed
+        "functions": ["saltutil.find_job", "saltutil.running", "test.ping"],
+    }
+    assert layout["default"] == {"worker_count": 3, "commands": ["*"]}
+    assert pools.validate_worker_pools_config(opts) is True
+    routes = pools.function_routes(layout)
+    assert pools.pool_for_function(routes, "_return", {"fun": "test.ping"}) == "exempt"
+    assert pools.pool_for_function(routes, "_return", {"fun": "test.sleep"}) is None
+
+
+def test_no_exempt_pool_leaves_the_workers_alone() -> None:
+    assert "worker_pools" not in RateLimiting().master_options()
+
+
 def test_outcomes_per_job() -> None:
     found = outcomes(
         [
