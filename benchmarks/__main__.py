@@ -7,7 +7,7 @@ import signal
 import sys
 from types import FrameType
 
-from harness.argtypes import positive
+from harness.argtypes import non_negative, positive
 from harness.errors import HarnessError
 
 
@@ -60,6 +60,13 @@ def main(argv: list[str] | None = None) -> int:
         help="rate_limiting:max_master_jobs of the limiter-on master "
         "(default: Salt's default, 2000)",
     )
+    p.add_argument(
+        "--exempt-pool",
+        type=non_negative,
+        default=1,
+        help="MWorkers of the limiter-on master's worker pool for the exempt "
+        "functions (worker_pools:<pool>:functions); 0: no such pool (default: 1)",
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -81,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 decide_calls=args.decide_calls,
                 variants=("on", "off") if args.variants == "both" else (args.variants,),
                 max_master_jobs=args.max_master_jobs,
+                exempt_pool=args.exempt_pool,
             )
         elif args.name == "interfaces":
             from benchmarks import interfaces_load

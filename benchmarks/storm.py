@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import inspect
 import random
 import tempfile
 import threading
@@ -54,6 +55,9 @@ from harness.ratelimit import QueueProbe, RateLimiting
 #: goals with the limiter on
 GOAL_PING_P99_S = 2.0
 GOAL_DECIDE_US = 50.0
+
+#: MWorkers of the master's default pool (the exempt pool, if any, adds its own)
+WORKER_THREADS = 4
 
 PING_TARGETS = 10
 PING_TIMEOUT = 10  # seconds a presence ping waits for its returns
@@ -86,8 +90,12 @@ class Sample:
 @dataclass
 class Ping:
     t: float
-    seconds: float
+    seconds: float  # until every target returned (or the timeout)
     returned: int
+    #: until the master answered the publish with the jid, and until the
+    #: first return arrived; None when that never happened
+    publish_s: float | None = None
+    first_s: float | None = None
 
 
 @dataclass
@@ -348,7 +356,8 @@ def run_variant(
                 exempt_functions=DEFAULT_EXEMPT_FUNCTIONS | {"test.ping"},
             ),
         },
-        master_opts=limiter.master_options() if limiter else {},
+        master_opts=limiter.master_options(WORKER_THREADS) if limiter else {},
+        worker_threads=WORKER_THREADS,
     )
     book = JobBook()
     book.limited = limiter is not None
@@ -400,14 +409,26 @@ def run_variant(
 
         def one_ping(at: float, targets: list[str]) -> None:
             began = time.monotonic()
+            ping = Ping(at, 0.0, 0)
             try:
                 with stack.client() as client:
-                    got = client.cmd(
-                        targets, "test.ping", tgt_type="list", timeout=PING_TIMEOUT
-                    )
+                    for item in client.cmd_iter(
+                        targets,
+                        "test.ping",
+                        tgt_type="list",
+                        timeout=PING_TIMEOUT,
+                        yield_pub_data=True,
+                    ):
+                        if item and "jid" in item and "minions" in item:
+                            ping.publish_s = time.monotonic() - began
+                            continue
+                        if ping.first_s is None:
+                            ping.first_s = time.monotonic() - began
+                        ping.returned += len(item or {})
             except Exception:  # pylint: disable=broad-except
-                got = {}
-            result.pings.append(Ping(at, time.monotonic() - began, len(got or {})))
+                pass
+            ping.seconds = time.monotonic() - began
+            result.pings.append(ping)
 
         def pinger(pool: ThreadPoolExecutor) -> None:
             outstanding: list[Any] = []
@@ -612,8 +633,23 @@ def run(
     decide_calls: int = 20000,
     variants: tuple[str, ...] = ("on", "off"),
     max_master_jobs: int = RateLimiting.max_master_jobs,
+    exempt_pool: int = 1,
 ) -> Path:
-    """Run the storm with the limiter off and on; return the report's path."""
+    """Run the storm with the limiter off and on; return the report's path.
+
+    ``exempt_pool``: MWorkers of the limiter-on master's worker pool for the
+    exempt functions (0: no such pool)."""
+    reproduce = reproduce_command(
+        minions=minions,
+        jobs=jobs,
+        processes=processes,
+        submitters=submitters,
+        max_wait=max_wait,
+        decide_calls=decide_calls,
+        variants=variants,
+        max_master_jobs=max_master_jobs,
+        exempt_pool=exempt_pool,
+    )
     from evil_minions import ensure_keys, minion_ids
     from harness.fleet import DEFAULT_KEYS_DIR
 
@@ -621,7 +657,12 @@ def run(
     decisions = decide_benchmark(minions, decide_calls)
     print(f"caching {minions} minion keys (only missing ones are made)", flush=True)
     ensure_keys(DEFAULT_KEYS_DIR, minion_ids("evil", minions))
-    limiters = {"off": None, "on": RateLimiting(max_master_jobs=max_master_jobs)}
+    limiters = {
+        "off": None,
+        "on": RateLimiting(
+            max_master_jobs=max_master_jobs, exempt_pool_workers=exempt_pool
+        ),
+    }
     results = []
     with tempfile.TemporaryDirectory(prefix="saltfleet-storm-") as tmp:
         work = Path(tmp)
@@ -641,7 +682,30 @@ def run(
                     keys_dir=DEFAULT_KEYS_DIR,
                 )
             )
-    return write_report(results, decisions, minions=minions, jobs=jobs)
+    return write_report(
+        results, decisions, minions=minions, jobs=jobs, reproduce=reproduce
+    )
+
+
+def reproduce_command(**options: Any) -> str:
+    """The ``nox`` command line that runs the storm with ``options`` (the
+    arguments of :func:`run`), naming only those that differ from the
+    defaults."""
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(run).parameters.items()
+    }
+    words = ["nox -s bench -- storm"]
+    for name, value in options.items():
+        if value == defaults[name]:
+            continue
+        if name == "variants":
+            value = "both" if set(value) == {"on", "off"} else ",".join(value)
+        flag = "--" + name.replace("_", "-")
+        words.append(
+            f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
+        )
+    return " ".join(words)
 
 
 def _verdict(ok: bool) -> str:
@@ -654,6 +718,7 @@ def write_report(
     *,
     minions: int,
     jobs: int,
+    reproduce: str,
 ) -> Path:
     limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
     defaults = RateLimiting()
@@ -662,13 +727,14 @@ def write_report(
         for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
         if getattr(limits, name) != getattr(defaults, name)
     ]
-    reproduce = f"nox -s bench -- storm --jobs {jobs}" + (
-        f" --max-master-jobs {limits.max_master_jobs}"
-        if limits.max_master_jobs != defaults.max_master_jobs
-        else ""
+    pool = (
+        f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
+        f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
+        f"beside the {WORKER_THREADS} of the default pool "
+        "(`worker_pools:exempt:functions`). "
+        if limits.exempt_pool_workers
+        else "No worker pool of its own for the exempt functions. "
     )
-    if len(results) == 1:
-        reproduce += f" --variants {results[0].name}"
     lines = [
         "# Storm benchmark: rate limiting off vs on",
         "",
@@ -685,6 +751,8 @@ def write_report(
         + f"(criteria `{limits.criteria}`, "
         f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
         f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
+        + pool
+        + f"Limiter off: {WORKER_THREADS} MWorkers in one pool. "
         f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
         "(a fixed shuffled order through the fleet). "
@@ -746,10 +814,6 @@ def write_report(
                 "max in flight",
                 "max points held",
                 "returns/s peak",
-                "ping p50 s",
-                "ping p99 s",
-                "pings incomplete",
-                "pings skipped",
                 "master CPU s",
             ],
             [
@@ -768,11 +832,37 @@ def write_report(
                         else "-"
                     ),
                     f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
-                    f"{r.ping_p50:.2f}" if r.pings else "-",
-                    f"{r.ping_p99:.2f}" if r.pings else "-",
-                    f"{r.pings_incomplete} of {len(r.pings)}",
-                    r.pings_skipped,
                     f"{r.master_cpu_s:.0f}",
+                )
+                for r in results
+            ],
+        ),
+        "",
+        "## Presence pings",
+        "",
+        "Seconds from the start of `LocalClient.cmd_iter` until the master "
+        "answered the publish with the jid, until the first of the "
+        f"{PING_TARGETS} returns, and until the last (the ping's time).",
+        "",
+        report.table(
+            [
+                "limiter",
+                "pings",
+                "publish p50 / p99",
+                "first return p50 / p99",
+                "all returned p50 / p99",
+                "incomplete",
+                "skipped",
+            ],
+            [
+                (
+                    r.name,
+                    len(r.pings),
+                    _ping_cell([p.publish_s for p in r.pings]),
+                    _ping_cell([p.first_s for p in r.pings]),
+                    _ping_cell([p.seconds for p in r.pings]),
+                    r.pings_incomplete,
+                    r.pings_skipped,
                 )
                 for r in results
             ],
@@ -862,6 +952,16 @@ def write_report(
         },
     )
     return report.write("storm", "\n".join(lines))
+
+
+def _ping_cell(seconds: list[float | None]) -> str:
+    known = [value for value in seconds if value is not None]
+    if not known:
+        return "-"
+    return (
+        f"{report.percentile(known, 50):.2f} / {report.percentile(known, 99):.2f}"
+        + (f" ({len(seconds) - len(known)} never)" if len(known) < len(seconds) else "")
+    )
 
 
 def _lost_cell(result: VariantResult) -> str:

@@ -17,6 +17,7 @@ from benchmarks.storm import (
     job_cache_returns,
     ping_order,
     ping_targets,
+    reproduce_command,
     storm_jobs,
 )
 from harness.events import Event
@@ -128,3 +129,25 @@ def test_missing_returns_are_called_lost_only_when_the_storm_ran_to_its_end():
 
     assert _lost_cell(done) == "2"
     assert _lost_cell(cut) == "n/a: cut, 2 missing"
+
+
+def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> None:
+    defaults = {
+        "minions": 1000,
+        "jobs": 200,
+        "processes": 2,
+        "submitters": 4,
+        "max_wait": 1800,
+        "decide_calls": 20000,
+        "variants": ("on", "off"),
+        "max_master_jobs": 2000,
+        "exempt_pool": 1,
+    }
+    assert reproduce_command(**defaults) == "nox -s bench -- storm"
+    changed = dict(
+        defaults, minions=200, max_wait=90.5, variants=("on",), exempt_pool=0
+    )
+    assert reproduce_command(**changed) == (
+        "nox -s bench -- storm --minions 200 --max-wait 90.5 --variants on "
+        "--exempt-pool 0"
+    )
