@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import psutil
+
+_WORKER = re.compile(r"^MWorker-(?P<pool>.+)-\d+$")
 
 
 def processes(pid: int) -> list[psutil.Process]:
@@ -26,10 +29,22 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def rss_mib(pid: int) -> float:
-    """Resident memory of a process and its live descendants, summed, in MiB."""
-    total = 0
+def role(cmdline: list[str]) -> str:
+    """What a Salt daemon's process does, from its command line: Salt puts
+    the process's name after the options (``... -l warning MWorker-default-0``);
+    the workers of one pool are one role (``MWorker default``)."""
+    words = cmdline[cmdline.index("-l") + 2 :] if "-l" in cmdline else []
+    name = words[-1] if words else "main"
+    worker = _WORKER.match(name)
+    return f"MWorker {worker['pool']}" if worker else name
+
+
+def rss_by_role(pid: int) -> dict[str, float]:
+    """Resident memory in MiB of a process and its descendants, summed per
+    :func:`role`."""
+    totals: dict[str, float] = {}
     for proc in processes(pid):
-        with contextlib.suppress(psutil.NoSuchProcess):
-            total += proc.memory_info().rss
-    return total / 2**20
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            name = role(proc.cmdline())
+            totals[name] = totals.get(name, 0.0) + proc.memory_info().rss / 2**20
+    return totals

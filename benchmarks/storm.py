@@ -60,6 +60,7 @@ GOAL_DECIDE_US = 50.0
 WORKER_THREADS = 4
 
 PING_TARGETS = 10
+RSS_ROLES_SHOWN = 6  # master processes per variant in the memory table
 PING_TIMEOUT = 10  # seconds a presence ping waits for its returns
 PING_MAX_OUTSTANDING = 10  # pings in flight at once; a tick beyond is skipped
 #: ask the queue manager for every minion's points every this many samples
@@ -85,6 +86,8 @@ class Sample:
     #: the most one minion holds (sampled every CAPACITY_EVERY seconds)
     master_points: int = 0
     max_minion_points: int = 0
+    #: master RSS (MiB) per process role (proctree.role)
+    rss_by_role: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -392,10 +395,12 @@ def run_variant(
                 queued, points = _limiter_state(probe) if limiter else (0, 0)
                 if limiter is not None and len(result.samples) % CAPACITY_EVERY == 0:
                     max_points = _max_minion_points(probe, max_points)
+                roles = proctree.rss_by_role(master_pid)
                 result.samples.append(
                     Sample(
                         t=now - started,
-                        master_rss_mb=proctree.rss_mib(master_pid),
+                        master_rss_mb=sum(roles.values()),
+                        rss_by_role=roles,
                         bus_delay_s=report.median(ages) if ages else None,
                         queued=queued,
                         in_flight=book.in_flight(),
@@ -878,6 +883,17 @@ def write_report(
         "time includes Salt's `saltutil.find_job` round); a ping tick is "
         f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
         "",
+        "## Master memory by process",
+        "",
+        "RSS of the master's processes in MiB, summed per role (the MWorkers "
+        "of one pool are one role), at the first sample and at the end, the "
+        f"{RSS_ROLES_SHOWN} that grew most per variant.",
+        "",
+        report.table(
+            ["limiter", "process", "first MiB", "end MiB", "growth MiB"],
+            [row for r in results for row in _rss_growth_rows(r)],
+        ),
+        "",
         "## One decision of the criteria module",
         "",
         f"`capacity.decide(job, ledger)` for a job to {minions} minions, loaded "
@@ -952,6 +968,20 @@ def write_report(
         },
     )
     return report.write("storm", "\n".join(lines))
+
+
+def _rss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:
+    if not result.samples:
+        return []
+    first, last = result.samples[0].rss_by_role, result.samples[-1].rss_by_role
+    growth = sorted(
+        ((name, first.get(name, 0.0), mib) for name, mib in last.items()),
+        key=lambda row: row[1] - row[2],
+    )
+    return [
+        (result.name, name, f"{start:.0f}", f"{end:.0f}", f"{end - start:+.0f}")
+        for name, start, end in growth[:RSS_ROLES_SHOWN]
+    ]
 
 
 def _ping_cell(seconds: list[float | None]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import pickle
 
+from benchmarks.proctree import role
 from benchmarks.storm import (
     PING_TARGETS,
     JobBook,
@@ -151,3 +152,15 @@ def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> Non
         "nox -s bench -- storm --minions 200 --max-wait 90.5 --variants on "
         "--exempt-pool 0"
     )
+
+
+def test_master_processes_are_told_apart_by_the_name_salt_gives_them() -> None:
+    base = ["/venv/bin/python", "/venv/bin/salt-master", "-c", "/etc/salt"]
+    assert role([*base, "-l", "warning"]) == "main"
+    assert role([*base, "-l", "warning", "RequestServer", "MWorker-default-3"]) == (
+        "MWorker default"
+    )
+    assert role([*base, "-l", "warning", "RateLimitQueueManager"]) == (
+        "RateLimitQueueManager"
+    )
+    assert role(["/venv/bin/python", "something-else"]) == "main"
