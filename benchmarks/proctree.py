@@ -48,3 +48,15 @@ def rss_by_role(pid: int) -> dict[str, float]:
             name = role(proc.cmdline())
             totals[name] = totals.get(name, 0.0) + proc.memory_info().rss / 2**20
     return totals
+
+
+def cpu_by_role(pid: int) -> dict[str, float]:
+    """User + system CPU seconds of a process and its descendants, summed
+    per :func:`role`."""
+    totals: dict[str, float] = {}
+    for proc in processes(pid):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            name = role(proc.cmdline())
+            times = proc.cpu_times()
+            totals[name] = totals.get(name, 0.0) + times.user + times.system
+    return totals

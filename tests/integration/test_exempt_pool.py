@@ -1,0 +1,60 @@
+"""The exempt functions' worker pool, on a real master with simulated minions.
+
+With ``RateLimiting.exempt_pool_workers`` the master gets a worker pool that
+lists the exempt functions (``worker_pools:<pool>:functions``): the
+publications and returns of ``test.ping`` must be handled by that pool's
+MWorker, everything else by the default pool. Which worker did the work is
+read from the CPU time each one used, per the process name Salt gives it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import proctree
+from harness.ratelimit import EXEMPT_POOL, RateLimiting
+from harness.stack import Stack, StackSettings
+
+pytestmark = pytest.mark.integration
+
+MINIONS = 10
+ROUNDS = 15
+EXEMPT = f"MWorker {EXEMPT_POOL}"
+DEFAULT = "MWorker default"
+
+
+@pytest.fixture(scope="module")
+def stack(open_tmp_module):
+    settings = StackSettings(
+        root=open_tmp_module / "stack",
+        real_minion=False,
+        simulated_minions=MINIONS,
+        master_opts=RateLimiting(exempt_pool_workers=1).master_options(2),
+        worker_threads=2,
+    )
+    with Stack(settings) as running:
+        yield running
+
+
+def _cpu_used(stack: Stack, fun: str, arg: list[str]) -> dict[str, float]:
+    """CPU seconds per master process role while ``fun`` runs ROUNDS times
+    on every minion."""
+    assert stack.master is not None
+    pid = stack.master.process.pid
+    before = proctree.cpu_by_role(pid)
+    for _ in range(ROUNDS):
+        assert len(stack.cmd("*", fun, arg=arg, timeout=60)) == MINIONS
+    after = proctree.cpu_by_role(pid)
+    return {name: after[name] - before.get(name, 0.0) for name in after}
+
+
+def test_pings_go_to_the_exempt_pool_and_other_jobs_do_not(stack: Stack) -> None:
+    stack.cmd("*", "test.ping", timeout=60)  # every worker warmed up
+    pings = _cpu_used(stack, "test.ping", [])
+    echoes = _cpu_used(stack, "test.echo", ["hello"])
+    # every ping publication and return: the exempt worker is busy, the
+    # default ones idle; and the other way round for test.echo
+    assert pings[EXEMPT] > 0.1, pings
+    assert pings[DEFAULT] < pings[EXEMPT] / 4, pings
+    assert echoes[DEFAULT] > 0.1, echoes
+    assert echoes[EXEMPT] < echoes[DEFAULT] / 4, echoes
