@@ -157,10 +157,6 @@ class VariantResult:
         return max((s.max_minion_points for s in self.samples), default=0)
 
     @property
-    def ping_p50(self) -> float:
-        return report.percentile([p.seconds for p in self.pings], 50)
-
-    @property
     def ping_p99(self) -> float:
         return report.percentile([p.seconds for p in self.pings], 99)
 
@@ -725,7 +721,60 @@ def write_report(
     jobs: int,
     reproduce: str,
 ) -> Path:
+    lines = report_lines(
+        results, decisions, minions=minions, jobs=jobs, reproduce=reproduce
+    )
+    plot = timeline_plot(results)
+    lines += ["", f"![storm over time]({plot.name})"]
+    report.write_data(
+        "storm",
+        {
+            "variants": results,
+            "decisions": [
+                {
+                    "case": d.case,
+                    "decision": d.decision,
+                    "calls": len(d.samples_us),
+                    **{
+                        f"p{pct}_us": report.percentile(d.samples_us, pct)
+                        for pct in (50, 90, 99, 100)
+                    },
+                }
+                for d in decisions
+            ],
+        },
+    )
+    return report.write("storm", "\n".join(lines))
+
+
+def report_lines(
+    results: list[VariantResult],
+    decisions: list[DecideResult],
+    *,
+    minions: int,
+    jobs: int,
+    reproduce: str,
+) -> list[Any]:
+    """The report's Markdown, section by section (no plot)."""
     limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
+    return [
+        *_intro(limits, minions=minions, jobs=jobs, reproduce=reproduce),
+        *_end_counts(results),
+        *_over_time(results),
+        *_ping_section(results),
+        *_memory_section(results),
+        *_decision_section(decisions, minions),
+        *_goals(results, limits, decisions),
+    ]
+
+
+def _intro(
+    limits: RateLimiting,
+    *,
+    minions: int,
+    jobs: int,
+    reproduce: str,
+) -> list[Any]:
     defaults = RateLimiting()
     changed = [
         f"{name} {getattr(limits, name)}"
@@ -740,7 +789,7 @@ def write_report(
         if limits.exempt_pool_workers
         else "No worker pool of its own for the exempt functions. "
     )
-    lines = [
+    return [
         "# Storm benchmark: rate limiting off vs on",
         "",
         report.environment(),
@@ -763,6 +812,12 @@ def write_report(
         "(a fixed shuffled order through the fleet). "
         f"Reproduce: `{reproduce}`.",
         "",
+    ]
+
+
+def _end_counts(results: list[VariantResult]) -> list[Any]:
+    """Jobs and returns at the end, per variant."""
+    return [
         "## End counts",
         "",
         report.table(
@@ -805,6 +860,12 @@ def write_report(
             ],
         ),
         "",
+    ]
+
+
+def _over_time(results: list[VariantResult]) -> list[Any]:
+    """What the sampler saw over the storm, per variant."""
+    return [
         "## Over time",
         "",
         report.table(
@@ -843,6 +904,12 @@ def write_report(
             ],
         ),
         "",
+    ]
+
+
+def _ping_section(results: list[VariantResult]) -> list[Any]:
+    """The presence pings, split into publish, first and last return."""
+    return [
         "## Presence pings",
         "",
         "Seconds from the start of `LocalClient.cmd_iter` until the master "
@@ -883,6 +950,12 @@ def write_report(
         "time includes Salt's `saltutil.find_job` round); a ping tick is "
         f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
         "",
+    ]
+
+
+def _memory_section(results: list[VariantResult]) -> list[Any]:
+    """Master RSS per process role: which grew."""
+    return [
         "## Master memory by process",
         "",
         "RSS of the master's processes in MiB, summed per role (the MWorkers "
@@ -894,6 +967,12 @@ def write_report(
             [row for r in results for row in _rss_growth_rows(r)],
         ),
         "",
+    ]
+
+
+def _decision_section(decisions: list[DecideResult], minions: int) -> list[Any]:
+    """The criteria module micro-benchmark."""
+    return [
         "## One decision of the criteria module",
         "",
         f"`capacity.decide(job, ledger)` for a job to {minions} minions, loaded "
@@ -914,6 +993,16 @@ def write_report(
             ],
         ),
         "",
+    ]
+
+
+def _goals(
+    results: list[VariantResult],
+    limits: RateLimiting,
+    decisions: list[DecideResult],
+) -> list[Any]:
+    """The issue's goals for the limiter-on variant, each with its verdict."""
+    lines: list[Any] = [
         "## Goals (limiter on)",
         "",
     ]
@@ -947,27 +1036,7 @@ def write_report(
         f"- one decision: worst p99 {worst:.1f} us <= {GOAL_DECIDE_US:g} us: "
         + _verdict(worst <= GOAL_DECIDE_US)
     )
-    plot = timeline_plot(results)
-    lines += ["", f"![storm over time]({plot.name})"]
-    report.write_data(
-        "storm",
-        {
-            "variants": results,
-            "decisions": [
-                {
-                    "case": d.case,
-                    "decision": d.decision,
-                    "calls": len(d.samples_us),
-                    **{
-                        f"p{pct}_us": report.percentile(d.samples_us, pct)
-                        for pct in (50, 90, 99, 100)
-                    },
-                }
-                for d in decisions
-            ],
-        },
-    )
-    return report.write("storm", "\n".join(lines))
+    return lines
 
 
 def _rss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:

@@ -12,16 +12,21 @@ import pickle
 from benchmarks.proctree import role
 from benchmarks.storm import (
     PING_TARGETS,
+    DecideResult,
     JobBook,
     JobTrack,
+    Ping,
+    Sample,
     VariantResult,
     job_cache_returns,
     ping_order,
     ping_targets,
+    report_lines,
     reproduce_command,
     storm_jobs,
 )
 from harness.events import Event
+from harness.ratelimit import RateLimiting
 
 
 def _ret(jid: str, minion: str, at: float = 100.0, age: float = 0.5) -> Event:
@@ -164,3 +169,46 @@ def test_master_processes_are_told_apart_by_the_name_salt_gives_them() -> None:
         "RateLimitQueueManager"
     )
     assert role(["/venv/bin/python", "something-else"]) == "main"
+
+
+def _sample(t: float, rss: dict[str, float]) -> Sample:
+    return Sample(
+        t=t,
+        master_rss_mb=sum(rss.values()),
+        bus_delay_s=0.1,
+        queued=0,
+        in_flight=1,
+        returns_per_s=100.0,
+        minion_returns_per_s=100.0,
+        rss_by_role=rss,
+    )
+
+
+def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
+    on = VariantResult("on", RateLimiting(exempt_pool_workers=1), submitted=2)
+    on.ended_by = "all expected returns arrived"
+    on.expected_returns = on.received_cache = 20
+    on.peak_minion_jobs = 2
+    on.samples = [
+        _sample(1, {"MWorker default": 400.0, "RateLimitQueueManager": 90.0}),
+        _sample(2, {"MWorker default": 450.0, "RateLimitQueueManager": 91.0}),
+    ]
+    on.pings = [Ping(1, 12.0, PING_TARGETS, 0.1, 1.0), Ping(2, 3.0, 3, 0.2, None)]
+    decisions = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
+    text = "\n".join(
+        str(line)
+        for line in report_lines(
+            [on], decisions, minions=10, jobs=2, reproduce="nox -s bench -- storm"
+        )
+    )
+    assert "at most 2 jobs on one minion <= 10" in text
+    assert "returns lost for published jobs: 0: met" in text
+    assert "presence ping p99 " in text and "<= 2 s: NOT met" in text
+    assert "one decision: worst p99 6.0 us <= 50 us: met" in text
+    # the ping that never got a first return is counted, not dropped
+    assert "(1 never)" in text
+    # the process that grew most comes first
+    assert text.index("| on | MWorker default | 400 | 450 | +50 |") < text.index(
+        "| on | RateLimitQueueManager | 90 | 91 | +1 |"
+    )
+    assert "worker pool of their own with 1 MWorker(s)" in text
