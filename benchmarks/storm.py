@@ -860,6 +860,13 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
             ],
         ),
         "",
+        "Lost returns are returns expected from published jobs (targets "
+        "minus the minions a job was published without) that never reached "
+        "the master's job cache; when a variant was cut short by "
+        "`--max-wait`, missing returns may still have been on their way and "
+        "are not called lost. Points are the queue manager's ledger: one per "
+        "published job and minion until the minion's return arrives.",
+        "",
     ]
 
 
@@ -940,12 +947,7 @@ def _ping_section(results: list[VariantResult]) -> list[Any]:
             ],
         ),
         "",
-        "Lost returns are returns expected from published jobs (targets "
-        "minus the minions a job was published without) that never reached "
-        "the master's job cache; when a variant was cut short by "
-        "`--max-wait`, missing returns may still have been on their way and "
-        "are not called lost. Points are the queue manager's ledger: one per "
-        "published job and minion until the minion's return arrives. A presence ping is incomplete when fewer "
+        "A presence ping is incomplete when fewer "
         f"than {PING_TARGETS} minions answered within its timeout (then its "
         "time includes Salt's `saltutil.find_job` round); a ping tick is "
         f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
