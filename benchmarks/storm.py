@@ -684,7 +684,12 @@ def run(
                 )
             )
     return write_report(
-        results, decisions, minions=minions, jobs=jobs, reproduce=reproduce
+        results,
+        decisions,
+        minions=minions,
+        jobs=jobs,
+        submitters=submitters,
+        reproduce=reproduce,
     )
 
 
@@ -719,10 +724,16 @@ def write_report(
     *,
     minions: int,
     jobs: int,
+    submitters: int,
     reproduce: str,
 ) -> Path:
     lines = report_lines(
-        results, decisions, minions=minions, jobs=jobs, reproduce=reproduce
+        results,
+        decisions,
+        minions=minions,
+        jobs=jobs,
+        submitters=submitters,
+        reproduce=reproduce,
     )
     plot = timeline_plot(results)
     lines += ["", f"![storm over time]({plot.name})"]
@@ -753,12 +764,19 @@ def report_lines(
     *,
     minions: int,
     jobs: int,
+    submitters: int,
     reproduce: str,
 ) -> list[Any]:
     """The report's Markdown, section by section (no plot)."""
     limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
     return [
-        *_intro(limits, minions=minions, jobs=jobs, reproduce=reproduce),
+        *_intro(
+            limits,
+            minions=minions,
+            jobs=jobs,
+            submitters=submitters,
+            reproduce=reproduce,
+        ),
         *_end_counts(results),
         *_over_time(results),
         *_ping_section(results),
@@ -773,6 +791,7 @@ def _intro(
     *,
     minions: int,
     jobs: int,
+    submitters: int,
     reproduce: str,
 ) -> list[Any]:
     defaults = RateLimiting()
@@ -799,7 +818,8 @@ def _intro(
         f"{STATE_DURATION[0]:g}-{STATE_DURATION[1]:g} s, alternating, each after a "
         f"start-up delay of {START_JITTER[0]:g}-{START_JITTER[1]:g} s per minion "
         "(a real minion forks a process per job), submitted "
-        "with `LocalClient.run_job` by 4 client threads as fast as they can. "
+        f"with `LocalClient.run_job` by {submitters} client threads as fast as "
+        "they can. "
         "Limiter on: `rate_limiting` "
         + (f"defaults except {', '.join(changed)} " if changed else "defaults ")
         + f"(criteria `{limits.criteria}`, "
@@ -1117,7 +1137,10 @@ def timeline_plot(results: list[VariantResult]) -> Path:
     ax.grid(alpha=0.3)
     ax.set_xlabel("seconds since the storm began")
     axes[0].legend()
-    axes[0].set_title("Storm of jobs to every minion: rate limiting off vs on")
+    axes[0].set_title(
+        "Storm of jobs to every minion: rate limiting "
+        + " vs ".join(r.name for r in results)
+    )
     fig.tight_layout()
     report.RESULTS.mkdir(parents=True, exist_ok=True)
     path = report.RESULTS / "storm-timeline.png"

@@ -198,7 +198,12 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
     text = "\n".join(
         str(line)
         for line in report_lines(
-            [on], decisions, minions=10, jobs=2, reproduce="nox -s bench -- storm"
+            [on],
+            decisions,
+            minions=10,
+            jobs=2,
+            submitters=3,
+            reproduce="nox -s bench -- storm",
         )
     )
     assert "at most 2 jobs on one minion <= 10" in text
@@ -212,3 +217,4 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
         "| on | RateLimitQueueManager | 90 | 91 | +1 |"
     )
     assert "worker pool of their own with 1 MWorker(s)" in text
+    assert "by 3 client threads" in text
