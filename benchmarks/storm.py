@@ -684,12 +684,7 @@ def run(
                 )
             )
     return write_report(
-        results,
-        decisions,
-        minions=minions,
-        jobs=jobs,
-        submitters=submitters,
-        reproduce=reproduce,
+        results, decisions, StormSetup(minions, jobs, submitters, reproduce)
     )
 
 
@@ -718,23 +713,20 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
+@dataclass(frozen=True)
+class StormSetup:
+    """What the report says about how the storm was run."""
+
+    minions: int
+    jobs: int
+    submitters: int
+    reproduce: str  # the command line that runs it again
+
+
 def write_report(
-    results: list[VariantResult],
-    decisions: list[DecideResult],
-    *,
-    minions: int,
-    jobs: int,
-    submitters: int,
-    reproduce: str,
+    results: list[VariantResult], decisions: list[DecideResult], setup: StormSetup
 ) -> Path:
-    lines = report_lines(
-        results,
-        decisions,
-        minions=minions,
-        jobs=jobs,
-        submitters=submitters,
-        reproduce=reproduce,
-    )
+    lines = report_lines(results, decisions, setup)
     plot = timeline_plot(results)
     lines += ["", f"![storm over time]({plot.name})"]
     report.write_data(
@@ -759,41 +751,22 @@ def write_report(
 
 
 def report_lines(
-    results: list[VariantResult],
-    decisions: list[DecideResult],
-    *,
-    minions: int,
-    jobs: int,
-    submitters: int,
-    reproduce: str,
+    results: list[VariantResult], decisions: list[DecideResult], setup: StormSetup
 ) -> list[Any]:
     """The report's Markdown, section by section (no plot)."""
     limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
     return [
-        *_intro(
-            limits,
-            minions=minions,
-            jobs=jobs,
-            submitters=submitters,
-            reproduce=reproduce,
-        ),
+        *_intro(limits, setup),
         *_end_counts(results),
         *_over_time(results),
         *_ping_section(results),
         *_memory_section(results),
-        *_decision_section(decisions, minions),
+        *_decision_section(decisions, setup.minions),
         *_goals(results, limits, decisions),
     ]
 
 
-def _intro(
-    limits: RateLimiting,
-    *,
-    minions: int,
-    jobs: int,
-    submitters: int,
-    reproduce: str,
-) -> list[Any]:
+def _intro(limits: RateLimiting, setup: StormSetup) -> list[Any]:
     defaults = RateLimiting()
     changed = [
         f"{name} {getattr(limits, name)}"
@@ -812,13 +785,14 @@ def _intro(
         "# Storm benchmark: rate limiting off vs on",
         "",
         report.environment(),
-        f"{minions} simulated minions (each runs at most {limits.max_minion_jobs} "
-        f"jobs at once), a storm of {jobs} jobs to `*`: `test.sleep` of "
+        f"{setup.minions} simulated minions (each runs at most "
+        f"{limits.max_minion_jobs} jobs at once), a storm of {setup.jobs} jobs "
+        "to `*`: `test.sleep` of "
         f"{'/'.join(map(str, SLEEP_LENGTHS))} s and `state.apply` of "
         f"{STATE_DURATION[0]:g}-{STATE_DURATION[1]:g} s, alternating, each after a "
         f"start-up delay of {START_JITTER[0]:g}-{START_JITTER[1]:g} s per minion "
         "(a real minion forks a process per job), submitted "
-        f"with `LocalClient.run_job` by {submitters} client threads as fast as "
+        f"with `LocalClient.run_job` by {setup.submitters} client threads as fast as "
         "they can. "
         "Limiter on: `rate_limiting` "
         + (f"defaults except {', '.join(changed)} " if changed else "defaults ")
@@ -830,7 +804,7 @@ def _intro(
         f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
         "(a fixed shuffled order through the fleet). "
-        f"Reproduce: `{reproduce}`.",
+        f"Reproduce: `{setup.reproduce}`.",
         "",
     ]
 

@@ -17,6 +17,7 @@ from benchmarks.storm import (
     JobTrack,
     Ping,
     Sample,
+    StormSetup,
     VariantResult,
     job_cache_returns,
     ping_order,
@@ -198,12 +199,7 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
     text = "\n".join(
         str(line)
         for line in report_lines(
-            [on],
-            decisions,
-            minions=10,
-            jobs=2,
-            submitters=3,
-            reproduce="nox -s bench -- storm",
+            [on], decisions, StormSetup(10, 2, 3, "nox -s bench -- storm")
         )
     )
     assert "at most 2 jobs on one minion <= 10" in text
