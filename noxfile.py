@@ -13,6 +13,7 @@ nox -s lint             ruff, mypy, and black on the files the series touches
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -38,7 +39,13 @@ def _vendor_args(session: nox.Session) -> list[str]:
 
 
 def _install(session: nox.Session, *extras: str) -> None:
-    """Install the project and the patched Salt wheel (rebuilt per salt/src commit)."""
+    """Install the project and the patched Salt wheel (rebuilt per salt/src commit).
+
+    pip runs only when something it installs changed: the wheel (a new
+    salt/src commit), the extras asked for, or pyproject.toml. The project is
+    installed editable, so a change to its code needs no reinstall, and
+    ``nox -s harness -- status`` answers in about a second.
+    """
     _vendor(session)
     wheel = session.run(
         "python",
@@ -47,13 +54,21 @@ def _install(session: nox.Session, *extras: str) -> None:
         silent=True,
     )
     wheel_path = str(wheel).strip().splitlines()[-1]
+    wanted = "\n".join(
+        [wheel_path, ",".join(sorted(extras)), _digest(ROOT / "pyproject.toml")]
+    )
+    marker = Path(session.virtualenv.location) / "saltfleet-installed"
+    if marker.exists() and marker.read_text() == wanted:
+        return
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install(wheel_path, "-e", spec)
-    marker = Path(session.virtualenv.location) / "saltfleet-salt-wheel"
-    if not marker.exists() or marker.read_text() != wheel_path:
-        # Same version number as the index's salt: force the patched build in.
-        session.install("--no-deps", "--force-reinstall", wheel_path)
-        marker.write_text(wheel_path)
+    # Same version number as the index's salt: force the patched build in.
+    session.install("--no-deps", "--force-reinstall", wheel_path)
+    marker.write_text(wanted)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @nox.session(python=False)
