@@ -90,3 +90,22 @@ def test_membership_errors(tmp_path: Path) -> None:
 def test_missing_fleet_file(tmp_path: Path) -> None:
     with pytest.raises(PillarTreeError, match=r"fleet\.yaml: missing"):
         read_tree(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("bad.sls", "a: 1\nb: [1, 2\nc: 3\n", "line 3, column 2"),
+        ("tabs.sls", "a:\n\tb: 1\n", "line 2, column 1"),
+        ("bad.json", '{"a": 1,\n "b": }\n', "line 2, column 7"),
+    ],
+)
+def test_unreadable_files_name_line_and_column(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    tree = tmp_path / "tree"
+    write_tree(_fleet(), tree)
+    (tree / "global" / name).write_text(text)
+    with pytest.raises(PillarTreeError) as err:
+        read_tree(tree)
+    assert f"global/{name}: cannot be read: {where}: " in str(err.value)
