@@ -47,11 +47,11 @@ from evil_minions.config import (
     parse_function_latencies,
     parse_master,
 )
+from evil_minions.entrypoint import EXIT_FAILURE, EXIT_USAGE, run_cli
+from evil_minions.errors import EvilMinionsError
 
 PROG: Final = "evil_minions"
 SUBCOMMANDS: Final = ("run", "keys", "beacon", "status", "slowdown", "record", "worker")
-EXIT_USAGE: Final = 2
-EXIT_FAILURE: Final = 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -548,42 +548,29 @@ _COMMANDS: Final = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    return run_cli(
+        _main,
+        argv,
+        prog=PROG,
+        errors={ConfigError: EXIT_USAGE, EvilMinionsError: EXIT_FAILURE},
+    )
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in (*SUBCOMMANDS, "-h", "--help"):
         argv.insert(0, "run")
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    # Imported here so `--help` and argument errors stay fast.
-    from evil_minions.control import (
-        ControlError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.keys import (
-        KeyStoreError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.replay import (
-        ReplayError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.supervisor import (
-        FleetError,
-    )  # pylint: disable=import-outside-toplevel
-
+    args = _build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
-    except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (FleetError, KeyStoreError, ControlError, ReplayError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # pylint: disable=broad-except
+    except EvilMinionsError:
+        raise
+    except Exception as exc:
         # Salt's client errors (master down, bad config dir) are user-facing
-        # conditions, not bugs: report them in one line too.
-        import salt.exceptions  # pylint: disable=import-outside-toplevel
+        # conditions, not bugs: report them in one line too. Imported here so
+        # `--help` and argument errors stay fast.
+        import salt.exceptions
 
         if isinstance(exc, salt.exceptions.SaltException):
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
-            return EXIT_FAILURE
+            raise EvilMinionsError(str(exc)) from exc
         raise

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from evil_minions.errors import EvilMinionsError
+
 DEFAULT_PREFIX: Final = "evil"
 DEFAULT_PUBLISH_PORT: Final = 4505
 DEFAULT_RET_PORT: Final = 4506
@@ -46,7 +48,7 @@ _LATENCY_RE: Final = re.compile(
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(EvilMinionsError, ValueError):
     """A configuration value a user supplied is invalid; the message names it."""
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from evil_minions.config import DEFAULT_KEYSIZE
+from evil_minions.errors import EvilMinionsError
 
 PRIVATE_KEY_NAME: Final = "minion.pem"
 PUBLIC_KEY_NAME: Final = "minion.pub"
@@ -43,7 +44,7 @@ _CONFLICTING_MASTER_DIRS: Final = ("minions_pre", "minions_rejected", "minions_d
 ProgressCallback = Callable[[int, int], None]
 
 
-class KeyStoreError(Exception):
+class KeyStoreError(EvilMinionsError):
     """A key could not be generated, read or seeded; the message names the path."""
 
 
