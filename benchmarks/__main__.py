@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from types import FrameType
+from collections.abc import Sequence
+from pathlib import Path
 
 from harness.argtypes import non_negative, positive
+from harness.entrypoint import EXIT_USAGE, run_cli
 from harness.errors import HarnessError
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    # unwind like Ctrl-C so every stack the benchmark started is stopped
-    raise KeyboardInterrupt
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``python -m benchmarks``; returns the exit code."""
+    return run_cli(
+        _main,
+        argv,
+        errors={HarnessError: EXIT_USAGE},
+        interrupted="interrupted; everything started was stopped",
+    )
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     sub = parser.add_subparsers(dest="name", required=True, metavar="NAME")
     p = sub.add_parser(
@@ -68,50 +74,48 @@ def main(argv: list[str] | None = None) -> int:
         "functions (worker_pools:<pool>:functions); 0: no such pool (default: 1)",
     )
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        if args.name == "minions":
-            from benchmarks import minions
-
-            path = minions.run(
-                minions=args.minions, processes=args.processes, rounds=args.rounds
-            )
-        elif args.name == "storm":
-            from benchmarks import storm
-
-            path = storm.run(
-                minions=args.minions,
-                jobs=args.jobs,
-                processes=args.processes,
-                submitters=args.submitters,
-                max_wait=args.max_wait,
-                decide_calls=args.decide_calls,
-                variants=("on", "off") if args.variants == "both" else (args.variants,),
-                max_master_jobs=args.max_master_jobs,
-                exempt_pool=args.exempt_pool,
-            )
-        elif args.name == "interfaces":
-            from benchmarks import interfaces_load
-
-            path = interfaces_load.run(args.rounds, args.single_rounds)
-        else:
-            from benchmarks import pillar
-
-            path = pillar.run(
-                minions=args.minions,
-                rounds=args.rounds,
-                workers=args.workers,
-                micro_calls=args.micro_calls,
-            )
-    except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; everything started was stopped", file=sys.stderr)
-        return 130
+    path = _run(args)
     print(path.read_text())
     print(f"report: {path}")
     return 0
+
+
+def _run(args: argparse.Namespace) -> Path:
+    """Run the benchmark ``args.name``; return its report's path."""
+    if args.name == "minions":
+        from benchmarks import minions
+
+        path = minions.run(
+            minions=args.minions, processes=args.processes, rounds=args.rounds
+        )
+    elif args.name == "storm":
+        from benchmarks import storm
+
+        path = storm.run(
+            minions=args.minions,
+            jobs=args.jobs,
+            processes=args.processes,
+            submitters=args.submitters,
+            max_wait=args.max_wait,
+            decide_calls=args.decide_calls,
+            variants=("on", "off") if args.variants == "both" else (args.variants,),
+            max_master_jobs=args.max_master_jobs,
+            exempt_pool=args.exempt_pool,
+        )
+    elif args.name == "interfaces":
+        from benchmarks import interfaces_load
+
+        path = interfaces_load.run(args.rounds, args.single_rounds)
+    else:
+        from benchmarks import pillar
+
+        path = pillar.run(
+            minions=args.minions,
+            rounds=args.rounds,
+            workers=args.workers,
+            micro_calls=args.micro_calls,
+        )
+    return path
 
 
 if __name__ == "__main__":

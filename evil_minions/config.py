@@ -381,3 +381,20 @@ def split_evenly(items: Sequence[str], parts: int) -> list[list[str]]:
         slices.append(list(items[start:end]))
         start = end
     return slices
+
+
+def config_from_fields(fields: Mapping[str, Any]) -> FleetConfig:
+    """
+    ``FleetConfig(**fields)``, but an unknown field is a ConfigError naming the valid ones.
+
+    .. code-block:: python
+
+        config_from_fields({"count": 1000, "processes": 2})
+    """
+    valid = sorted(f.name for f in dataclasses.fields(FleetConfig))
+    unknown = sorted(set(fields) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"unknown fleet setting {', '.join(unknown)}: use {', '.join(valid)}"
+        )
+    return FleetConfig(**fields)

@@ -9,19 +9,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from harness import argtypes
+from harness.entrypoint import EXIT_USAGE, run_cli
 from harness.errors import HarnessError
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
 DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def _add_stack_options(parser: argparse.ArgumentParser) -> None:
@@ -295,18 +291,16 @@ COMMANDS = {
 }
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``python -m harness``; returns the exit code."""
+    return run_cli(
+        _main,
+        argv,
+        errors={HarnessError: EXIT_USAGE},
+        interrupted="interrupted; everything started was stopped",
+    )
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return COMMANDS[args.command](args)
-    except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted; everything started was stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return COMMANDS[args.command](args)
