@@ -8,18 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.argtypes import non_negative, positive
-from harness.entrypoint import EXIT_USAGE, run_cli
-from harness.errors import HarnessError
+from harness.entrypoint import run_harness_cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``python -m benchmarks``; returns the exit code."""
-    return run_cli(
-        _main,
-        argv,
-        errors={HarnessError: EXIT_USAGE},
-        interrupted="interrupted; everything started was stopped",
-    )
+    return run_harness_cli(_main, argv)
 
 
 def _main(argv: Sequence[str] | None) -> int:

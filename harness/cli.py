@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import argtypes
-from harness.entrypoint import EXIT_USAGE, run_cli
+from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
@@ -293,12 +293,7 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``python -m harness``; returns the exit code."""
-    return run_cli(
-        _main,
-        argv,
-        errors={HarnessError: EXIT_USAGE},
-        interrupted="interrupted; everything started was stopped",
-    )
+    return run_harness_cli(_main, argv)
 
 
 def _main(argv: Sequence[str] | None) -> int:
