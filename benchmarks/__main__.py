@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.names import BENCHMARKS
 from harness.argtypes import non_negative, positive
 from harness.entrypoint import run_harness_cli
 
@@ -19,23 +20,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     sub = parser.add_subparsers(dest="name", required=True, metavar="NAME")
-    p = sub.add_parser(
-        "minions", help="start-up, fan-out, footprint of simulated minions"
-    )
+    p = sub.add_parser("minions", help=BENCHMARKS["minions"])
     p.add_argument("--minions", type=positive, default=1000)
     p.add_argument("--processes", type=positive, default=1)
     p.add_argument("--rounds", type=positive, default=3)
-    p = sub.add_parser("pillar", help="file pillars vs PostgreSQL (4 variants) + micro")
+    p = sub.add_parser("pillar", help=BENCHMARKS["pillar"])
     p.add_argument("--minions", type=positive, default=1000)
     p.add_argument("--rounds", type=positive, default=10)
     p.add_argument("--workers", type=positive, default=4)
     p.add_argument("--micro-calls", type=positive, default=2000)
-    p = sub.add_parser(
-        "interfaces", help="loading all execution modules, interfaces on vs off"
-    )
+    p = sub.add_parser("interfaces", help=BENCHMARKS["interfaces"])
     p.add_argument("--rounds", type=positive, default=20)
     p.add_argument("--single-rounds", type=positive, default=30)
-    p = sub.add_parser("storm", help="a storm of jobs, rate limiting off vs on")
+    p = sub.add_parser("storm", help=BENCHMARKS["storm"])
     p.add_argument("--minions", type=positive, default=1000)
     p.add_argument("--jobs", type=positive, default=200)
     p.add_argument("--processes", type=positive, default=2)

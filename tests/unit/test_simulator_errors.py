@@ -20,9 +20,11 @@ from harness.errors import HarnessError, SimulatorError, simulator_errors
 def test_a_keys_dir_that_cannot_be_created_is_a_simulator_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")  # a directory cannot be made below a file, even by root
-    with pytest.raises(SimulatorError, match="cannot create keys dir") as info:
-        with simulator_errors():
-            ensure_keys(blocker / "keys", ["evil-0001"])
+    with (
+        pytest.raises(SimulatorError, match="cannot create keys dir") as info,
+        simulator_errors(),
+    ):
+        ensure_keys(blocker / "keys", ["evil-0001"])
     assert isinstance(info.value, HarnessError)
 
 
