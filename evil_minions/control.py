@@ -113,7 +113,7 @@ class ControlServer:
             }
         try:
             return await self._handler(request)
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             log.exception("control request %r failed", request)
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 

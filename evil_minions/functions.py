@@ -113,7 +113,7 @@ def missing_function(fun: str) -> JobOutcome:
 
 def _traverse(data: Any, key: str, default: Any, delimiter: str) -> Any:
     # Salt's own traversal keeps "a:b:c" semantics (lists by index, etc.).
-    import salt.utils.data  # pylint: disable=import-outside-toplevel
+    import salt.utils.data
 
     return salt.utils.data.traverse_dict_and_list(data, key, default, delimiter)
 
@@ -280,7 +280,7 @@ class SimulatedFunctions:
         )
 
     def _state_conflict(self, jid: str) -> list[str]:
-        import salt.utils.jid  # pylint: disable=import-outside-toplevel
+        import salt.utils.jid
 
         return [
             'The function "{}" is running as PID {} and was started at {} with jid {}'.format(
@@ -416,8 +416,8 @@ async def _call(
     functions: SimulatedFunctions,
     publication: Mapping[str, Any],
 ) -> JobOutcome:
-    import salt.exceptions  # pylint: disable=import-outside-toplevel
-    import salt.minion  # pylint: disable=import-outside-toplevel
+    import salt.exceptions
+    import salt.minion
 
     try:
         args, kwargs = salt.minion.load_args_and_kwargs(
@@ -439,7 +439,7 @@ async def _call(
             EX_GENERIC,
             "nested",
         )
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         log.warning("simulated %s failed", fun, exc_info=True)
         return JobOutcome(
             f"The minion function caused an exception: {traceback.format_exc()}",

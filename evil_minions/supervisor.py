@@ -116,7 +116,7 @@ class FleetSupervisor:
         if self.cfg.replay_file:
             try:
                 ReplayStore.load(self.cfg.replay_file)
-            except Exception as exc:  # pylint: disable=broad-except
+            except Exception as exc:
                 raise FleetError(str(exc)) from exc
         ids = self.cfg.minion_ids()
         ensure_keys(
@@ -303,7 +303,7 @@ class FleetSupervisor:
 
 
 def _socket_alive(path: Path) -> bool:
-    import socket  # pylint: disable=import-outside-toplevel
+    import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(1.0)

@@ -11,10 +11,16 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness import argtypes
 from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    # imported lazily at run time: `vendor` must work before Salt is installed
+    from harness.postgres import ConnectionInfo
+    from harness.stack import Stack, StackSettings, StackState
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
 DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
@@ -106,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-untyped-def]
+def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
     from harness.stack import StackSettings
 
     return StackSettings.from_env(
@@ -155,7 +161,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(state) -> str:  # type: ignore[no-untyped-def]
+def _describe(state: StackState) -> str:
     lines = [
         f"stack in {state.root}",
         f"  master: publish {state.publish_port}, ret {state.ret_port}",
@@ -206,11 +212,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _facts(stack: Stack) -> dict[str, str]:
     import salt.version
 
     from harness.postgres import check_reachable
 
+    assert stack.master is not None and stack.pg is not None, "the stack is started"
     master = stack.master.settings
     pg = stack.pg
     where = f"embedded, {stack.postgres.bin_dir}" if stack.postgres else "external"
@@ -260,7 +267,7 @@ def cmd_pillar(args: argparse.Namespace) -> int:
     return 1 if differences else 0
 
 
-def _pillar_database(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _pillar_database(args: argparse.Namespace) -> ConnectionInfo:
     from harness.postgres import check_reachable, connection_from_dsn
     from harness.stack import STATE_FILE, StackState
 
