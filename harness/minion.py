@@ -30,7 +30,7 @@ def generate_keypair(pki_dir: Path, name: str = "minion") -> str:
     return pub.read_text()
 
 
-class Minion:
+class SaltMinion:
     """A real salt-minion, confirmed up by ``salt/minion/<id>/start``."""
 
     def __init__(

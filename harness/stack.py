@@ -26,7 +26,7 @@ from harness import migrations
 from harness.errors import HarnessError, simulator_errors
 from harness.events import EventListener
 from harness.master import Master, MasterSettings
-from harness.minion import Minion
+from harness.minion import SaltMinion
 from harness.ports import pick_port
 from harness.postgres import (
     ConnectionInfo,
@@ -135,7 +135,7 @@ class Stack:
         self.pg: ConnectionInfo | None = None
         self.listener: EventListener | None = None
         self.master: Master | None = None
-        self.minion: Minion | None = None
+        self.minion: SaltMinion | None = None
         self.fleet: Any = None  # harness.fleet.SimulatedFleet, imported lazily
         self._detached = False
 
@@ -189,7 +189,7 @@ class Stack:
         )
         self.master.start()
         if s.real_minion:
-            self.minion = Minion(
+            self.minion = SaltMinion(
                 self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.pillar.compile import database_compiler, file_compiler
 from harness.pillar.files import read_tree
-from harness.pillar.model import Fleet, PillarRow
+from harness.pillar.model import FleetPillars, PillarRow
 from harness.pillar.store import PillarStore
 from harness.pillar.variants import FUNCTION_QUERY
 from harness.postgres import ConnectionInfo
@@ -51,7 +51,7 @@ def _row_key(row: PillarRow) -> tuple[str, str | None, str]:
     return (row.scope, row.target, row.category)
 
 
-def plan(current: Fleet, wanted: Fleet) -> Plan:
+def plan(current: FleetPillars, wanted: FleetPillars) -> Plan:
     """Compare what the database holds with what the tree says."""
     result = Plan()
     have = {_row_key(r): r.data for r in current.rows}
@@ -78,7 +78,7 @@ def plan(current: Fleet, wanted: Fleet) -> Plan:
 
 def import_tree(
     info: ConnectionInfo, tree: Path, *, dry_run: bool
-) -> tuple[Fleet, Plan]:
+) -> tuple[FleetPillars, Plan]:
     """Read ``tree``, plan, and (unless ``dry_run``) write it in one transaction."""
     wanted = read_tree(tree)
     conn = info.connect()
@@ -105,7 +105,7 @@ class Difference:
 def verify(
     info: ConnectionInfo,
     tree: Path,
-    fleet: Fleet,
+    fleet: FleetPillars,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Difference]:
     """Compile every minion's pillar from files and from the database; differences."""

@@ -1,4 +1,4 @@
-"""Read and write a :class:`~harness.pillar.model.Fleet` in the PostgreSQL
+"""Read and write a :class:`~harness.pillar.model.FleetPillars` in the PostgreSQL
 schema of ``sql/0001_pillar_store.sql``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import psycopg2.extensions
 from psycopg2.extensions import cursor as Cursor
 from psycopg2.extras import Json
 
-from harness.pillar.model import Fleet, Group, Minion, PillarRow
+from harness.pillar.model import FleetPillars, Group, MinionMembership, PillarRow
 from harness.postgres import ConnectionInfo
 
 
@@ -31,8 +31,8 @@ class PillarStore:
             yield cur
 
     # -- reading -----------------------------------------------------------
-    def load(self, cur: Cursor) -> Fleet:
-        fleet = Fleet()
+    def load(self, cur: Cursor) -> FleetPillars:
+        fleet = FleetPillars()
         cur.execute("SELECT id, name FROM organization ORDER BY id")
         org_names = {oid: name for oid, name in cur.fetchall()}
         fleet.orgs = list(org_names.values())
@@ -45,7 +45,7 @@ class PillarStore:
         cur.execute("SELECT id, org_id, minion_id FROM server ORDER BY minion_id")
         server_ids = {}
         for sid, org_id, minion_id in cur.fetchall():
-            fleet.minions[minion_id] = Minion(org_names[org_id])
+            fleet.minions[minion_id] = MinionMembership(org_names[org_id])
             server_ids[sid] = minion_id
         cur.execute(
             "SELECT server_id, group_id FROM server_group_member ORDER BY group_id"
@@ -144,7 +144,7 @@ class PillarStore:
                 values,
             )
 
-    def write(self, cur: Cursor, fleet: Fleet) -> None:
+    def write(self, cur: Cursor, fleet: FleetPillars) -> None:
         """Make the database hold ``fleet`` (adds and updates; removes nothing)."""
         org_ids = {name: self.ensure_org(cur, name) for name in fleet.orgs}
         group_ids = {g.key: self.ensure_group(cur, g) for g in fleet.groups}
@@ -166,7 +166,7 @@ class PillarStore:
             self.upsert_row(cur, row, target_id)
 
 
-def store_fleet(info: ConnectionInfo, fleet: Fleet) -> None:
+def store_fleet(info: ConnectionInfo, fleet: FleetPillars) -> None:
     """Write ``fleet`` into the database at ``info`` in one transaction."""
     conn = info.connect()
     try:
