@@ -55,13 +55,15 @@ class ConnectionInfo:
 
     @property
     def dsn(self) -> str:
-        return psycopg2.extensions.make_dsn(
+        """The libpq connection string of this server."""
+        dsn: str = psycopg2.extensions.make_dsn(
             host=self.host,
             port=self.port,
             user=self.user,
             password=self.password or None,
             dbname=self.dbname,
         )
+        return dsn
 
     def salt_options(self) -> dict[str, Any]:
         """The master's ``postgres:`` block for the postgres ext_pillar."""

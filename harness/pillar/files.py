@@ -100,7 +100,8 @@ def render_top(fleet: FleetPillars) -> str:
         sls = [_sls_name(_row_path(r, fleet)) for r in rows_for(fleet, minion_id)]
         if sls:
             top[minion_id] = [{"match": "list"}, *sls]
-    return yaml.safe_dump({"base": top}, sort_keys=False)
+    text: str = yaml.safe_dump({"base": top}, sort_keys=False)
+    return text
 
 
 def _load(path: Path, problems: list[str]) -> dict[str, Any] | None:

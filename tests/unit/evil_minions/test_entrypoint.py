@@ -14,7 +14,7 @@ from evil_minions.entrypoint import EXIT_INTERRUPTED, run_cli
 from evil_minions.errors import EvilMinionsError
 from evil_minions.keys import KeyStoreError
 
-ERRORS = {ConfigError: 2, EvilMinionsError: 1}
+ERRORS: dict[type[Exception], int] = {ConfigError: 2, EvilMinionsError: 1}
 
 
 def raising(exc: BaseException):
