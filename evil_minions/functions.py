@@ -50,16 +50,20 @@ class MinionServices(Protocol):
     """What a simulated function may use of the minion running it."""
 
     @property
-    def minion_id(self) -> str: ...
+    def minion_id(self) -> str:
+        """The minion's id."""
 
     @property
-    def grains(self) -> Mapping[str, Any]: ...
+    def grains(self) -> Mapping[str, Any]:
+        """The minion's synthetic grains."""
 
     @property
-    def packages(self) -> PackageSet: ...
+    def packages(self) -> PackageSet:
+        """The minion's installed packages."""
 
     @property
-    def jobs(self) -> JobTracker: ...
+    def jobs(self) -> JobTracker:
+        """The minion's running jobs and job slots."""
 
     @property
     def pillar(self) -> Mapping[str, Any] | None:

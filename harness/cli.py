@@ -59,6 +59,7 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -128,6 +129,7 @@ def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
 
 
 def cmd_vendor(args: argparse.Namespace) -> int:
+    """``vendor``: unpack the pinned sdist into salt/src and apply the series."""
     from harness import vendor
 
     vendor.vendor(force=args.force)
@@ -135,6 +137,7 @@ def cmd_vendor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``export-patches``: write salt/src's commits to patches/."""
     from harness import vendor
 
     vendor.export_patches()
@@ -142,6 +145,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    """``up``: start a stack in ``--root`` and leave it running."""
     from harness.stack import STATE_FILE, Stack, StackState
 
     root = args.root.resolve()
@@ -174,6 +178,7 @@ def _describe(state: StackState) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """``status``: describe the recorded stack; exit 1 if a process is gone."""
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
@@ -182,6 +187,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """``down``: stop every process of the recorded stack."""
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
@@ -191,6 +197,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``: start a stack, run every scenario, print the report, stop."""
     from harness import scenarios
     from harness.stack import Stack
 
@@ -230,6 +237,7 @@ def _facts(stack: Stack) -> dict[str, str]:
 
 
 def cmd_pillar(args: argparse.Namespace) -> int:
+    """``pillar generate`` / ``pillar import``: synthetic pillars, files to database."""
     from harness.pillar import generate, migrate
     from harness.pillar.files import write_tree
 

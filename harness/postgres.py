@@ -76,6 +76,7 @@ class ConnectionInfo:
         }
 
     def connect(self, timeout: int = 5) -> psycopg2.extensions.connection:
+        """A new connection to this database."""
         return psycopg2.connect(self.dsn, connect_timeout=timeout)
 
 
@@ -230,6 +231,7 @@ class EmbeddedPostgres:
 
     @property
     def connection(self) -> ConnectionInfo:
+        """How to reach the server's database as its superuser."""
         return ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", self.database)
 
     def _postmaster_argv(self) -> list[str]:
@@ -300,6 +302,7 @@ class EmbeddedPostgres:
             )
 
     def start(self) -> None:
+        """Initialise if needed, start, wait for connections, create the database."""
         self.init()
         self.process.start()
         self.process.wait_until(
@@ -310,6 +313,7 @@ class EmbeddedPostgres:
         self._create_database()
 
     def stop(self) -> None:
+        """Stop the server."""
         self.process.stop()
 
     def cleanup(self) -> None:

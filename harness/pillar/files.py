@@ -51,6 +51,7 @@ class PillarTreeError(HarnessError):
 
 
 def slug(name: str) -> str:
+    """``name`` with every character unsafe in a file name replaced by ``_``."""
     return _SLUG_RE.sub("_", name)
 
 

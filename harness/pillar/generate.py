@@ -18,6 +18,8 @@ GROUP_NAMES = ("web", "db", "cache", "batch", "edge", "build", "mail", "dns")
 
 @dataclass(frozen=True)
 class FleetShape:
+    """How a generated fleet is laid out: orgs, groups, memberships, seed."""
+
     orgs: int = 4
     groups_per_org: int = 5
     max_groups_per_minion: int = 3

@@ -34,9 +34,11 @@ class Plan:
 
     @property
     def empty(self) -> bool:
+        """True when the import would change nothing."""
         return not (self.added or self.changed or self.memberships)
 
     def render(self) -> str:
+        """One line per change (``+`` add, ``~`` change, ``@`` membership) and a total."""
         lines = [f"+ {label}" for label in self.added]
         lines += [f"~ {label}" for label in self.changed]
         lines += [f"@ {m}" for m in self.memberships]
@@ -97,6 +99,8 @@ def import_tree(
 
 @dataclass(frozen=True)
 class Difference:
+    """A minion whose pillar differs between the file tree and the database."""
+
     minion_id: str
     files: Any
     database: Any
@@ -128,6 +132,7 @@ def verify(
 
 
 def progress_line(done: int, total: int) -> None:
+    """Print verification progress on one updating stderr line."""
     if done == total or done % 50 == 0:
         print(
             f"\rverified {done}/{total} minions",

@@ -27,11 +27,13 @@ class PillarStore:
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
+        """A cursor in one transaction: committed on success, rolled back on error."""
         with self.conn, self.conn.cursor() as cur:
             yield cur
 
     # -- reading -----------------------------------------------------------
     def load(self, cur: Cursor) -> FleetPillars:
+        """Read the whole pillar store."""
         fleet = FleetPillars()
         cur.execute("SELECT id, name FROM organization ORDER BY id")
         org_names = {oid: name for oid, name in cur.fetchall()}
@@ -69,6 +71,7 @@ class PillarStore:
 
     # -- writing -----------------------------------------------------------
     def ensure_org(self, cur: Cursor, name: str) -> int:
+        """The id of organization ``name``, created if missing."""
         cur.execute(
             "INSERT INTO organization (name) VALUES (%s) ON CONFLICT (name) DO NOTHING",
             (name,),
@@ -77,6 +80,7 @@ class PillarStore:
         return int(cur.fetchone()[0])
 
     def ensure_group(self, cur: Cursor, group: Group) -> int:
+        """The id of ``group`` (and its organization), created if missing."""
         org_id = self.ensure_org(cur, group.org)
         cur.execute(
             "INSERT INTO server_group (org_id, name) VALUES (%s, %s) "
@@ -90,6 +94,7 @@ class PillarStore:
         return int(cur.fetchone()[0])
 
     def ensure_server(self, cur: Cursor, minion_id: str, org: str) -> int:
+        """The id of minion ``minion_id`` in organization ``org``, created or moved."""
         org_id = self.ensure_org(cur, org)
         cur.execute(
             "INSERT INTO server (org_id, minion_id) VALUES (%s, %s) "
@@ -100,6 +105,7 @@ class PillarStore:
         return int(cur.fetchone()[0])
 
     def set_membership(self, cur: Cursor, server_id: int, group_ids: list[int]) -> None:
+        """Make the server's groups exactly ``group_ids``."""
         cur.execute(
             "DELETE FROM server_group_member WHERE server_id = %s AND NOT group_id = ANY(%s)",
             (server_id, group_ids),
@@ -112,6 +118,7 @@ class PillarStore:
             )
 
     def upsert_row(self, cur: Cursor, row: PillarRow, target_id: int | None) -> None:
+        """Insert ``row`` at its scope and target, or replace its data."""
         column = {
             "global": None,
             "org": "org_id",
