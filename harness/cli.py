@@ -1,7 +1,8 @@
 """``python -m harness``: vendor Salt, bring a stack up or down, run the demo.
 
 Every error a user can cause ends in one ``error:`` line (or a short block
-with a log tail) and exit code 2; Ctrl-C stops what was started and exits 130.
+with a log tail) and exit code 2; Ctrl-C or SIGTERM stops what was started and
+exits 130 (see :mod:`harness.entrypoint`).
 """
 
 from __future__ import annotations
