@@ -17,7 +17,7 @@ from harness.errors import HarnessError
 
 
 def _subclasses(base: type) -> set[type]:
-    found = set()
+    found: set[type] = set()
     for cls in base.__subclasses__():
         found |= {cls, *_subclasses(cls)}
     return found
