@@ -25,7 +25,7 @@ from benchmarks import proctree, report
 from harness.pillar import variants
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
-from harness.pillar.model import Fleet, merged_pillar
+from harness.pillar.model import FleetPillars, merged_pillar
 from harness.pillar.store import store_fleet
 from harness.ports import free_port
 from harness.postgres import ConnectionInfo, EmbeddedPostgres
@@ -188,7 +188,7 @@ def run_fleet_variant(
     variant: str,
     *,
     pg: EmbeddedPostgres,
-    fleet: Fleet,
+    fleet: FleetPillars,
     tree: Path,
     workdir: Path,
     minions: int,

@@ -10,6 +10,8 @@ over cores.
 
 Layout (one job per module)::
 
+    errors.py      EvilMinionsError: the base of every error, the tree drawn
+    entrypoint.py  run_cli: exit codes, error lines and SIGTERM of every CLI
     config.py      FleetConfig, TimingModel, LatencySpec: every knob and default
     keys.py        ensure_keys / seed_master: per-minion RSA keys, cached on disk
     grains.py      synthetic_grains: deterministic per-id grains (OS mix, network)
@@ -46,6 +48,7 @@ Typical use from a harness:
 
 from evil_minions.config import FleetConfig, LatencySpec, TimingModel, minion_ids
 from evil_minions.control import BeaconReport, fire_beacons, set_slowdown
+from evil_minions.errors import EvilMinionsError
 from evil_minions.grains import synthetic_grains
 from evil_minions.keys import ensure_keys, seed_master
 from evil_minions.replay import (
@@ -58,6 +61,7 @@ from evil_minions.status import read_status, wait_ready
 
 __all__ = [
     "BeaconReport",
+    "EvilMinionsError",
     "FleetConfig",
     "LatencySpec",
     "ReplayCall",

@@ -47,11 +47,11 @@ from evil_minions.config import (
     parse_function_latencies,
     parse_master,
 )
+from evil_minions.entrypoint import EXIT_FAILURE, EXIT_USAGE, run_cli
+from evil_minions.errors import EvilMinionsError
 
 PROG: Final = "evil_minions"
 SUBCOMMANDS: Final = ("run", "keys", "beacon", "status", "slowdown", "record", "worker")
-EXIT_USAGE: Final = 2
-EXIT_FAILURE: Final = 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -421,9 +421,7 @@ def config_from_args(args: argparse.Namespace) -> FleetConfig:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from evil_minions.supervisor import (
-        FleetSupervisor,
-    )  # pylint: disable=import-outside-toplevel
+    from evil_minions.supervisor import FleetSupervisor
 
     cfg = config_from_args(args)
     return FleetSupervisor(
@@ -432,7 +430,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_keys(args: argparse.Namespace) -> int:
-    from evil_minions import keys  # pylint: disable=import-outside-toplevel
+    from evil_minions import keys
 
     ids = minion_ids(args.prefix, args.count, args.start_index, args.id_width)
 
@@ -455,7 +453,7 @@ def _cmd_keys(args: argparse.Namespace) -> int:
 
 
 def _cmd_beacon(args: argparse.Namespace) -> int:
-    from evil_minions import control  # pylint: disable=import-outside-toplevel
+    from evil_minions import control
 
     ids = None if args.all else [i.strip() for i in args.ids.split(",") if i.strip()]
     report = control.fire_beacons(
@@ -471,7 +469,7 @@ def _cmd_beacon(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from evil_minions import control, status  # pylint: disable=import-outside-toplevel
+    from evil_minions import control, status
 
     if args.live:
         print(
@@ -488,7 +486,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_slowdown(args: argparse.Namespace) -> int:
-    from evil_minions import control  # pylint: disable=import-outside-toplevel
+    from evil_minions import control
 
     control.set_slowdown(args.run_dir, args.factor)
     return 0
@@ -496,9 +494,7 @@ def _cmd_slowdown(args: argparse.Namespace) -> int:
 
 def parse_call(text: str) -> Any:
     """``"cmd.run 'uname -a' python_shell=True"`` -> ReplayCall(fun, args, kwargs)."""
-    from evil_minions.replay import (
-        ReplayCall,
-    )  # pylint: disable=import-outside-toplevel
+    from evil_minions.replay import ReplayCall
 
     words = shlex.split(text)
     if not words or "." not in words[0]:
@@ -511,11 +507,11 @@ def parse_call(text: str) -> Any:
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
-    import os  # pylint: disable=import-outside-toplevel
+    import os
 
-    import salt.client  # pylint: disable=import-outside-toplevel
+    import salt.client
 
-    from evil_minions import replay  # pylint: disable=import-outside-toplevel
+    from evil_minions import replay
 
     calls = [parse_call(c) for c in args.calls]
     client = salt.client.LocalClient(c_path=os.path.join(args.config_dir, "master"))
@@ -530,7 +526,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from evil_minions.fleet import run_worker  # pylint: disable=import-outside-toplevel
+    from evil_minions.fleet import run_worker
 
     return run_worker(args.run_dir, args.index)
 
@@ -548,42 +544,29 @@ _COMMANDS: Final = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    return run_cli(
+        _main,
+        argv,
+        prog=PROG,
+        errors={ConfigError: EXIT_USAGE, EvilMinionsError: EXIT_FAILURE},
+    )
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in (*SUBCOMMANDS, "-h", "--help"):
         argv.insert(0, "run")
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    # Imported here so `--help` and argument errors stay fast.
-    from evil_minions.control import (
-        ControlError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.keys import (
-        KeyStoreError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.replay import (
-        ReplayError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.supervisor import (
-        FleetError,
-    )  # pylint: disable=import-outside-toplevel
-
+    args = _build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
-    except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (FleetError, KeyStoreError, ControlError, ReplayError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # pylint: disable=broad-except
+    except EvilMinionsError:
+        raise
+    except Exception as exc:
         # Salt's client errors (master down, bad config dir) are user-facing
-        # conditions, not bugs: report them in one line too.
-        import salt.exceptions  # pylint: disable=import-outside-toplevel
+        # conditions, not bugs: report them in one line too. Imported here so
+        # `--help` and argument errors stay fast.
+        import salt.exceptions
 
         if isinstance(exc, salt.exceptions.SaltException):
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
-            return EXIT_FAILURE
+            raise EvilMinionsError(str(exc)) from exc
         raise

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from evil_minions.errors import EvilMinionsError
+
 DEFAULT_PREFIX: Final = "evil"
 DEFAULT_PUBLISH_PORT: Final = 4505
 DEFAULT_RET_PORT: Final = 4506
@@ -46,7 +48,7 @@ _LATENCY_RE: Final = re.compile(
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(EvilMinionsError, ValueError):
     """A configuration value a user supplied is invalid; the message names it."""
 
 
@@ -379,3 +381,20 @@ def split_evenly(items: Sequence[str], parts: int) -> list[list[str]]:
         slices.append(list(items[start:end]))
         start = end
     return slices
+
+
+def config_from_fields(fields: Mapping[str, Any]) -> FleetConfig:
+    """
+    ``FleetConfig(**fields)``, but an unknown field is a ConfigError naming the valid ones.
+
+    .. code-block:: python
+
+        config_from_fields({"count": 1000, "processes": 2})
+    """
+    valid = sorted(f.name for f in dataclasses.fields(FleetConfig))
+    unknown = sorted(set(fields) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"unknown fleet setting {', '.join(unknown)}: use {', '.join(valid)}"
+        )
+    return FleetConfig(**fields)

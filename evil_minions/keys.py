@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from evil_minions.config import DEFAULT_KEYSIZE
+from evil_minions.errors import EvilMinionsError
 
 PRIVATE_KEY_NAME: Final = "minion.pem"
 PUBLIC_KEY_NAME: Final = "minion.pub"
@@ -43,7 +44,7 @@ _CONFLICTING_MASTER_DIRS: Final = ("minions_pre", "minions_rejected", "minions_d
 ProgressCallback = Callable[[int, int], None]
 
 
-class KeyStoreError(Exception):
+class KeyStoreError(EvilMinionsError):
     """A key could not be generated, read or seeded; the message names the path."""
 
 
@@ -60,7 +61,7 @@ def _key_paths(keys_dir: str | os.PathLike[str], minion_id: str) -> tuple[Path, 
 def _generate_pair(keysize: int) -> tuple[str, str]:
     # Imported here so the worker processes of the pool pay for importing
     # salt.crypt only when they generate a key.
-    import salt.crypt  # pylint: disable=import-outside-toplevel
+    import salt.crypt
 
     priv, pub = salt.crypt.gen_keys(keysize)
     return str(priv), str(pub)
@@ -242,10 +243,8 @@ def load_private_key(pki_dir: str | os.PathLike[str]) -> Any:
     generator, so the check is skipped; the object is Salt's ``PrivateKey`` in
     every other respect.
     """
-    import salt.crypt  # pylint: disable=import-outside-toplevel
-    from cryptography.hazmat.primitives import (
-        serialization,
-    )  # pylint: disable=import-outside-toplevel
+    import salt.crypt
+    from cryptography.hazmat.primitives import serialization
 
     priv_path = Path(pki_dir) / PRIVATE_KEY_NAME
     try:
@@ -258,5 +257,5 @@ def load_private_key(pki_dir: str | os.PathLike[str]) -> Any:
     private = salt.crypt.PrivateKey.__new__(salt.crypt.PrivateKey)
     # What PrivateKey.__init__ sets, minus the validating load.
     private.key = key
-    private._signer = None  # pylint: disable=protected-access
+    private._signer = None
     return private

@@ -33,6 +33,7 @@ from typing import Final, TextIO
 import evil_minions
 from evil_minions.config import FleetConfig, split_evenly
 from evil_minions.control import control_sockets, socket_path
+from evil_minions.errors import EvilMinionsError
 from evil_minions.fleet import write_fleet_file
 from evil_minions.keys import ensure_keys, forget_master_keys, seed_master
 from evil_minions.replay import ReplayStore
@@ -52,7 +53,7 @@ _STOP_GRACE: Final = 20.0
 _MAX_UNIX_PATH: Final = 108
 
 
-class FleetError(Exception):
+class FleetError(EvilMinionsError):
     """The fleet cannot start; the message says what to fix."""
 
 
@@ -115,7 +116,7 @@ class FleetSupervisor:
         if self.cfg.replay_file:
             try:
                 ReplayStore.load(self.cfg.replay_file)
-            except Exception as exc:  # pylint: disable=broad-except
+            except Exception as exc:
                 raise FleetError(str(exc)) from exc
         ids = self.cfg.minion_ids()
         ensure_keys(
@@ -302,7 +303,7 @@ class FleetSupervisor:
 
 
 def _socket_alive(path: Path) -> bool:
-    import socket  # pylint: disable=import-outside-toplevel
+    import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(1.0)

@@ -22,12 +22,15 @@ def _whole_number(value: str, at_least: int, what: str) -> int:
 
 
 def port(value: str) -> int:
+    """A TCP port, 1-65535 (argparse type)."""
     return _whole_number(value, 1, "port number")
 
 
 def positive(value: str) -> int:
+    """A whole number >= 1 (argparse type)."""
     return _whole_number(value, 1, "whole number")
 
 
 def non_negative(value: str) -> int:
+    """A whole number >= 0 (argparse type)."""
     return _whole_number(value, 0, "whole number")

@@ -1,7 +1,8 @@
 """``python -m harness``: vendor Salt, bring a stack up or down, run the demo.
 
 Every error a user can cause ends in one ``error:`` line (or a short block
-with a log tail) and exit code 2; Ctrl-C stops what was started and exits 130.
+with a log tail) and exit code 2; Ctrl-C or SIGTERM stops what was started and
+exits 130 (see :mod:`harness.entrypoint`).
 """
 
 from __future__ import annotations
@@ -9,19 +10,21 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
+from typing import TYPE_CHECKING
 
 from harness import argtypes
+from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    # imported lazily at run time: `vendor` must work before Salt is installed
+    from harness.postgres import ConnectionInfo
+    from harness.stack import Stack, StackSettings, StackState
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
 DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def _add_stack_options(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +60,7 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -110,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-untyped-def]
+def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
     from harness.stack import StackSettings
 
     return StackSettings.from_env(
@@ -126,6 +130,7 @@ def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-unt
 
 
 def cmd_vendor(args: argparse.Namespace) -> int:
+    """``vendor``: unpack the pinned sdist into salt/src and apply the series."""
     from harness import vendor
 
     vendor.vendor(force=args.force)
@@ -133,6 +138,7 @@ def cmd_vendor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``export-patches``: write salt/src's commits to patches/."""
     from harness import vendor
 
     vendor.export_patches()
@@ -140,6 +146,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    """``up``: start a stack in ``--root`` and leave it running."""
     from harness.stack import STATE_FILE, Stack, StackState
 
     root = args.root.resolve()
@@ -159,7 +166,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(state) -> str:  # type: ignore[no-untyped-def]
+def _describe(state: StackState) -> str:
     lines = [
         f"stack in {state.root}",
         f"  master: publish {state.publish_port}, ret {state.ret_port}",
@@ -172,6 +179,7 @@ def _describe(state) -> str:  # type: ignore[no-untyped-def]
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """``status``: describe the recorded stack; exit 1 if a process is gone."""
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
@@ -180,6 +188,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """``down``: stop every process of the recorded stack."""
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
@@ -189,6 +198,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``: start a stack, run every scenario, print the report, stop."""
     from harness import scenarios
     from harness.stack import Stack
 
@@ -210,11 +220,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _facts(stack: Stack) -> dict[str, str]:
     import salt.version
 
     from harness.postgres import check_reachable
 
+    assert stack.master is not None and stack.pg is not None, "the stack is started"
     master = stack.master.settings
     pg = stack.pg
     where = f"embedded, {stack.postgres.bin_dir}" if stack.postgres else "external"
@@ -227,6 +238,7 @@ def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 def cmd_pillar(args: argparse.Namespace) -> int:
+    """``pillar generate`` / ``pillar import``: synthetic pillars, files to database."""
     from harness.pillar import generate, migrate
     from harness.pillar.files import write_tree
 
@@ -264,7 +276,7 @@ def cmd_pillar(args: argparse.Namespace) -> int:
     return 1 if differences else 0
 
 
-def _pillar_database(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _pillar_database(args: argparse.Namespace) -> ConnectionInfo:
     from harness.postgres import check_reachable, connection_from_dsn
     from harness.stack import STATE_FILE, StackState
 
@@ -295,18 +307,11 @@ COMMANDS = {
 }
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``python -m harness``; returns the exit code."""
+    return run_harness_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return COMMANDS[args.command](args)
-    except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted; everything started was stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    return COMMANDS[args.command](args)

@@ -56,13 +56,15 @@ class ConnectionInfo:
 
     @property
     def dsn(self) -> str:
-        return psycopg2.extensions.make_dsn(
+        """The libpq connection string of this server."""
+        dsn: str = psycopg2.extensions.make_dsn(
             host=self.host,
             port=self.port,
             user=self.user,
             password=self.password or None,
             dbname=self.dbname,
         )
+        return dsn
 
     def salt_options(self) -> dict[str, Any]:
         """The master's ``postgres:`` block for the postgres ext_pillar."""
@@ -75,6 +77,7 @@ class ConnectionInfo:
         }
 
     def connect(self, timeout: int = 5) -> psycopg2.extensions.connection:
+        """A new connection to this database."""
         return psycopg2.connect(self.dsn, connect_timeout=timeout)
 
 
@@ -276,6 +279,7 @@ class EmbeddedPostgres:
 
     @property
     def connection(self) -> ConnectionInfo:
+        """How to reach the server's database as its superuser."""
         return ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", self.database)
 
     def _postmaster_argv(self) -> list[str]:
@@ -346,6 +350,7 @@ class EmbeddedPostgres:
             )
 
     def start(self) -> None:
+        """Initialise if needed, start, wait for connections, create the database."""
         self.init()
         self.process.start()
         self.process.wait_until(
@@ -356,6 +361,7 @@ class EmbeddedPostgres:
         self._create_database()
 
     def stop(self) -> None:
+        """Stop the server."""
         self.process.stop()
 
     def cleanup(self) -> None:

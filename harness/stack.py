@@ -20,13 +20,13 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import migrations
-from harness.errors import HarnessError
+from harness.errors import HarnessError, simulator_errors
 from harness.events import EventListener
 from harness.master import Master, MasterSettings
-from harness.minion import Minion
+from harness.minion import SaltMinion
 from harness.ports import pick_port
 from harness.postgres import (
     ConnectionInfo,
@@ -35,6 +35,9 @@ from harness.postgres import (
     connection_from_dsn,
 )
 from harness.processes import ProcessRecord, stop_process_tree
+
+if TYPE_CHECKING:
+    from evil_minions import FleetConfig
 
 DSN_ENV = "SALTFLEET_PG_DSN"
 STATE_FILE = "stack.json"
@@ -132,7 +135,7 @@ class Stack:
         self.pg: ConnectionInfo | None = None
         self.listener: EventListener | None = None
         self.master: Master | None = None
-        self.minion: Minion | None = None
+        self.minion: SaltMinion | None = None
         self.fleet: Any = None  # harness.fleet.SimulatedFleet, imported lazily
         self._detached = False
 
@@ -157,6 +160,8 @@ class Stack:
         # Ports first: a taken port must fail before anything is started.
         publish_port = pick_port(s.publish_port, "publish")
         ret_port = pick_port(s.ret_port, "ret")
+        # so must a bad simulator setting
+        fleet_config = self._fleet_config() if s.simulated_minions else None
         if s.dsn:
             self.pg = connection_from_dsn(s.dsn)
             check_reachable(self.pg)
@@ -184,26 +189,32 @@ class Stack:
         )
         self.master.start()
         if s.real_minion:
-            self.minion = Minion(
+            self.minion = SaltMinion(
                 self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()
-        if s.simulated_minions:
-            self._start_fleet()
+        if fleet_config is not None:
+            self._start_fleet(fleet_config)
 
-    def _start_fleet(self) -> None:
-        from evil_minions import FleetConfig
-        from harness.fleet import DEFAULT_KEYS_DIR, SimulatedFleet
+    def _fleet_config(self) -> FleetConfig:
+        """The simulated fleet's settings, checked: a bad one is a SimulatorError."""
+        from evil_minions.config import config_from_fields
+        from harness.fleet import DEFAULT_KEYS_DIR
 
-        assert self.master is not None
         s = self.settings
         # absolute: the fleet's worker processes do not share our cwd
         keys_dir = (s.simulated_keys_dir or DEFAULT_KEYS_DIR).resolve()
-        config = FleetConfig(
-            count=s.simulated_minions, keys_dir=str(keys_dir), **s.simulated_config
-        )
+        fields = {"count": s.simulated_minions, "keys_dir": str(keys_dir)}
+        with simulator_errors():
+            return config_from_fields({**fields, **s.simulated_config})
+
+    def _start_fleet(self, config: FleetConfig) -> None:
+        from harness.fleet import SimulatedFleet
+
+        assert self.master is not None
         self.fleet = SimulatedFleet(self.root / "fleet", self.master, config)
-        self.fleet.start()
+        with simulator_errors():
+            self.fleet.start()
 
     def stop(self) -> None:
         """Stop what was started, in reverse order; safe to call twice."""

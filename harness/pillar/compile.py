@@ -39,6 +39,7 @@ class PillarCompiler:
         self._functions = salt.loader.minion_mods(self.opts)
 
     def compile(self, minion_id: str) -> dict[str, Any]:
+        """The pillar ``minion_id`` gets from these master options."""
         import salt.pillar
 
         pillar = salt.pillar.Pillar(
@@ -47,14 +48,17 @@ class PillarCompiler:
         return dict(pillar.compile_pillar())
 
     def close(self) -> None:
+        """Remove the compiler's temporary directory."""
         self._tmp.cleanup()
 
 
 def file_compiler(tree: Path) -> PillarCompiler:
+    """A compiler over the pillar file tree ``tree`` (``pillar_roots``)."""
     return PillarCompiler({"pillar_roots": {"base": [str(tree)]}})
 
 
 def database_compiler(
     info: ConnectionInfo, ext_pillar: list[dict[str, Any]]
 ) -> PillarCompiler:
+    """A compiler over the database in ``info`` through ``ext_pillar``."""
     return PillarCompiler({"postgres": info.salt_options(), "ext_pillar": ext_pillar})

@@ -9,10 +9,16 @@ import pytest
 
 from harness.pillar.files import PillarTreeError, read_tree, write_tree
 from harness.pillar.generate import FleetShape, generate
-from harness.pillar.model import Fleet, Group, Minion, PillarRow, merged_pillar
+from harness.pillar.model import (
+    FleetPillars,
+    Group,
+    MinionMembership,
+    PillarRow,
+    merged_pillar,
+)
 
 
-def _fleet() -> Fleet:
+def _fleet() -> FleetPillars:
     return generate(
         [f"web{n}.example.com" for n in range(12)], FleetShape(orgs=2, groups_per_org=3)
     )
@@ -32,10 +38,10 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_reference_merge_order() -> None:
-    fleet = Fleet(
+    fleet = FleetPillars(
         orgs=["acme"],
         groups=[Group("acme", "first"), Group("acme", "second")],
-        minions={"m1": Minion("acme", ["acme/first", "acme/second"])},
+        minions={"m1": MinionMembership("acme", ["acme/first", "acme/second"])},
         rows=[
             PillarRow("minion", "m1", "own", {"who": "minion"}),
             PillarRow("group", "acme/second", "g", {"who": "second", "tune": {"b": 2}}),
