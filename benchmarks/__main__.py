@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.names import BENCHMARKS
-from harness.argtypes import non_negative, positive
+from benchmarks.storm import options as storm_options
+from harness.argtypes import positive
 from harness.entrypoint import run_harness_cli
 
 
@@ -33,37 +34,7 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument("--rounds", type=positive, default=20)
     p.add_argument("--single-rounds", type=positive, default=30)
     p = sub.add_parser("storm", help=BENCHMARKS["storm"])
-    p.add_argument("--minions", type=positive, default=1000)
-    p.add_argument("--jobs", type=positive, default=200)
-    p.add_argument("--processes", type=positive, default=2)
-    p.add_argument("--submitters", type=positive, default=4)
-    p.add_argument(
-        "--max-wait",
-        type=positive,
-        default=1800,
-        help="seconds one variant may take before it is cut short",
-    )
-    p.add_argument("--decide-calls", type=positive, default=20000)
-    p.add_argument(
-        "--variants",
-        choices=["off", "on", "both"],
-        default="both",
-        help="run the limiter off, on, or both side by side (default)",
-    )
-    p.add_argument(
-        "--max-master-jobs",
-        type=positive,
-        default=2000,
-        help="rate_limiting:max_master_jobs of the limiter-on master "
-        "(default: Salt's default, 2000)",
-    )
-    p.add_argument(
-        "--exempt-pool",
-        type=non_negative,
-        default=1,
-        help="MWorkers of the limiter-on master's worker pool for the exempt "
-        "functions (worker_pools:<pool>:functions); 0: no such pool (default: 1)",
-    )
+    storm_options.add_arguments(p)
     args = parser.parse_args(argv)
     path = _run(args)
     print(path.read_text())
@@ -82,17 +53,7 @@ def _run(args: argparse.Namespace) -> Path:
     elif args.name == "storm":
         from benchmarks import storm
 
-        path = storm.run(
-            minions=args.minions,
-            jobs=args.jobs,
-            processes=args.processes,
-            submitters=args.submitters,
-            max_wait=args.max_wait,
-            decide_calls=args.decide_calls,
-            variants=("on", "off") if args.variants == "both" else (args.variants,),
-            max_master_jobs=args.max_master_jobs,
-            exempt_pool=args.exempt_pool,
-        )
+        path = storm.run(storm_options.from_args(args))
     elif args.name == "interfaces":
         from benchmarks import interfaces_load
 

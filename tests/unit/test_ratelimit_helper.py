@@ -17,6 +17,7 @@ from harness.events import Event
 from harness.ratelimit import (
     QueueProbe,
     RateLimiting,
+    job_event,
     outcome_problems,
     outcomes,
 )
@@ -59,6 +60,17 @@ def test_exempt_pool_claims_the_exempt_functions_and_passes_validation() -> None
 
 def test_no_exempt_pool_leaves_the_workers_alone() -> None:
     assert "worker_pools" not in RateLimiting().master_options()
+
+
+def test_job_event_reads_the_jid_and_outcome_of_rate_limit_job_tags_only() -> None:
+    assert job_event("salt/ratelimit/job/1/published_excluding") == (
+        "1",
+        "published_excluding",
+    )
+    assert job_event("salt/ratelimit/job/1/queued") == ("1", "queued")
+    assert job_event("salt/job/1/ret/m1") is None
+    assert job_event("salt/ratelimit/capacity/reconciled") is None
+    assert job_event("salt/ratelimit/job/1/published/extra") is None
 
 
 def test_outcomes_per_job() -> None:
