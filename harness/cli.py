@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from harness import argtypes
 from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
+from harness.saltcmd import SALT_COMMANDS
 
 if TYPE_CHECKING:
     # imported lazily at run time: `vendor` must work before Salt is installed
@@ -87,6 +89,25 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
 
+    p = sub.add_parser(
+        "restart",
+        help="restart a part of the running stack, recording its new pid",
+    )
+    p.add_argument("part", choices=["master"], help="what to restart")
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    p.add_argument(
+        "--master-opts",
+        type=Path,
+        metavar="FILE",
+        help="YAML mapping of master options to set before the restart",
+    )
+    for command in SALT_COMMANDS:
+        p = sub.add_parser(
+            command,
+            help=f"run Salt's {command} against the running stack "
+            f"(python -m harness {command} [--root DIR] ARGS...)",
+            add_help=False,
+        )
     p = sub.add_parser("demo", help="start a stack, run every scenario, report, stop")
     _add_stack_options(p)
 
@@ -162,7 +183,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     stack.start()
     state = stack.detach()
     print(_describe(state))
-    print(f"\nuse: salt -c {state.master_conf_dir} '*' test.ping")
+    print(
+        "\nuse Salt against it: nox -s harness -- salt '*' test.ping"
+        "   (also salt-run, salt-key, salt-call)"
+    )
     return 0
 
 
@@ -180,20 +204,47 @@ def _describe(state: StackState) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """``status``: describe the recorded stack; exit 1 if a process is gone."""
+    from harness.restart import adopt_restarted_master
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
+    note = adopt_restarted_master(state)
+    if note:
+        print(f"note: {note}")
     print(_describe(state))
     return 0 if all(p.process() is not None for p in state.processes) else 1
 
 
 def cmd_down(args: argparse.Namespace) -> int:
     """``down``: stop every process of the recorded stack."""
+    from harness.restart import adopt_restarted_master
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
+    adopt_restarted_master(state)
+    running = [p.name for p in state.processes if p.process() is not None]
+    gone = [p.name for p in state.processes if p.name not in running]
     state.stop()
-    print(f"stopped {len(state.processes)} processes of the stack in {state.root}")
+    if not running:
+        print(f"nothing was running in {state.root}; its record is removed")
+    else:
+        print(f"stopped {len(running)} processes of the stack in {state.root}")
+    if running and gone:
+        print(f"  (already gone: {', '.join(gone)})")
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    """``restart master``: stop the master by pid, start it again (with new
+    options if given) and record the new pid for ``status`` and ``down``."""
+    from harness.restart import load_options, restart_master
+    from harness.stack import StackState
+
+    options = load_options(args.master_opts) if args.master_opts else None
+    state = StackState.load(args.root.resolve())
+    pid = restart_master(state, options)
+    changed = f" with {', '.join(sorted(options))} set" if options else ""
+    print(f"salt-master restarted{changed}: pid {pid}")
     return 0
 
 
@@ -296,12 +347,26 @@ def _pillar_database(args: argparse.Namespace) -> ConnectionInfo:
     return info
 
 
+def _salt_command(command: str, words: list[str]) -> int:
+    """``salt`` / ``salt-run`` / ``salt-key`` / ``salt-call``: Salt's own command
+    against the running stack; ``--root DIR`` first picks another stack."""
+    from harness import saltcmd
+
+    root = DEFAULT_ROOT
+    if words[:1] == ["--root"]:
+        if len(words) < 2:
+            raise HarnessError(f"{command}: --root needs a directory")
+        root, words = Path(words[1]), words[2:]
+    return saltcmd.run_salt(command, root.resolve(), words)
+
+
 COMMANDS = {
     "vendor": cmd_vendor,
     "export-patches": cmd_export,
     "up": cmd_up,
     "status": cmd_status,
     "down": cmd_down,
+    "restart": cmd_restart,
     "demo": cmd_demo,
     "pillar": cmd_pillar,
 }
@@ -313,5 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in SALT_COMMANDS:
+        # Salt parses its own options: pass everything through untouched.
+        return _salt_command(words[0], words[1:])
+    args = build_parser().parse_args(words)
     return COMMANDS[args.command](args)

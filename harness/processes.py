@@ -38,6 +38,8 @@ class ProcessRecord:
     create_time: float
     log_path: str
     stop_signal: int = signal.SIGTERM
+    #: the command line, so the process can be started again (``restart``)
+    argv: list[str] = field(default_factory=list)
 
     def process(self) -> psutil.Process | None:
         """The live process, or None if it ended (or its pid was reused)."""
@@ -101,6 +103,7 @@ class ManagedProcess:
             psutil.Process(self.pid).create_time(),
             str(self.log_path),
             int(self.stop_signal),
+            list(self.argv),
         )
 
     def running(self) -> bool:

@@ -33,6 +33,7 @@ from harness.pillar.model import (
     PillarRow,
     rows_for,
 )
+from harness.yamlfile import describe_error
 
 FLEET_FILE = "fleet.yaml"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
@@ -110,7 +111,7 @@ def _load(path: Path, problems: list[str]) -> dict[str, Any] | None:
         text = path.read_text()
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-        problems.append(f"{path}: cannot be read: {_load_error(exc)}")
+        problems.append(f"{path}: cannot be read: {describe_error(exc)}")
         return None
     if data is None:
         data = {}
@@ -118,18 +119,6 @@ def _load(path: Path, problems: list[str]) -> dict[str, Any] | None:
         problems.append(f"{path}: must hold a mapping, holds a {type(data).__name__}")
         return None
     return data
-
-
-def _load_error(exc: Exception) -> str:
-    """What went wrong reading a file, with the line and column where known."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}"
-        context = f" ({exc.context})" if exc.context else ""
-        return f"{where}: {exc.problem}{context}"
-    return str(exc).splitlines()[0]
 
 
 def read_tree(root: Path) -> FleetPillars:
