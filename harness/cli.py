@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-untyped-def]
+    from harness.fleet import FleetConfig
     from harness.stack import StackSettings
 
     return StackSettings.from_env(
@@ -120,7 +121,7 @@ def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-unt
         ret_port=args.ret_port,
         worker_threads=args.worker_threads,
         real_minion=not args.no_minion,
-        simulated_minions=args.minions,
+        fleet=FleetConfig(count=args.minions) if args.minions else None,
         **extra,
     )
 
@@ -227,13 +228,14 @@ def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 def cmd_pillar(args: argparse.Namespace) -> int:
+    from harness.fleet import minion_ids
     from harness.pillar import generate, migrate
     from harness.pillar.files import write_tree
 
     if args.pillar_command == "generate":
         if args.tree.exists():
             raise HarnessError(f"{args.tree} exists; choose a new directory")
-        ids = [f"{args.prefix}-{n:04d}" for n in range(1, args.minions + 1)]
+        ids = minion_ids(args.prefix, args.minions)
         write_tree(generate.generate(ids), args.tree)
         print(f"wrote pillars of {len(ids)} minions to {args.tree}")
         return 0

@@ -27,6 +27,7 @@ from benchmarks.storm import (
     storm_jobs,
 )
 from harness.events import Event
+from harness.fleet import minion_ids
 from harness.ratelimit import RateLimiting
 
 
@@ -108,7 +109,7 @@ def test_the_storm_mixes_sleeps_and_state_runs_reproducibly():
 
 
 def test_presence_pings_go_to_other_minions_each_tick_through_the_whole_fleet():
-    ids = [f"evil-{i:04d}" for i in range(1, 101)]
+    ids = minion_ids("evil", 100)
     order = ping_order(ids)
     assert sorted(order) == ids and order != ids  # shuffled, nobody left out
     assert ping_order(ids) == order  # the same order in both variants
