@@ -411,6 +411,11 @@ _FLEET_FIELDS: Final = (
     "package_count", "request_timeout", "request_tries", "status_interval",
     "log_level", "seed",
 )  # fmt: skip
+#: option names that differ from their FleetConfig field
+_OPTION_NAMES: Final = {
+    "replay_file": "--replay",
+    "startup_pillar": "--no-startup-pillar",
+}
 #: ``run`` options that make up the TimingModel
 _TIMING_OPTIONS: Final = (
     "latency", "function_latency", "state_duration", "slowdown",
@@ -442,6 +447,20 @@ def config_from_args(args: argparse.Namespace) -> FleetConfig:
     Options not given keep FleetConfig's defaults; ``run --config FILE``
     reads the whole config from FILE instead. Raises ConfigError.
     """
+    if getattr(args, "config", None):
+        given = [
+            k
+            for k in ("master", *_FLEET_FIELDS, *_TIMING_OPTIONS)
+            if getattr(args, k, None) is not None
+        ]
+        if given:
+            raise ConfigError(
+                f"--config {args.config} holds every fleet setting: drop "
+                + ", ".join(
+                    _OPTION_NAMES.get(k, f"--{k.replace('_', '-')}") for k in given
+                )
+            )
+        return FleetConfig.load(args.config)
     fields: dict[str, Any] = {
         k: getattr(args, k) for k in _FLEET_FIELDS if hasattr(args, k)
     }
@@ -449,16 +468,6 @@ def config_from_args(args: argparse.Namespace) -> FleetConfig:
     if timing is not None:
         fields["timing"] = timing
     master = getattr(args, "master", None)
-    if getattr(args, "config", None):
-        given = sorted(fields) + (["master"] if master else [])
-        if timing is not None:
-            given.append("timing options")
-        if given:
-            raise ConfigError(
-                f"--config {args.config} holds every fleet setting: drop "
-                + ", ".join(f"--{name.replace('_', '-')}" for name in given)
-            )
-        return FleetConfig.load(args.config)
     if args.command == "run":
         if not master:
             raise ConfigError(

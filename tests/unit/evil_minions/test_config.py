@@ -150,8 +150,10 @@ def test_run_reads_the_config_file_a_harness_writes(tmp_path):
     path.write_text(cfg.to_json())
     args = _build_parser().parse_args(["run", "--config", str(path)])
     assert config_from_args(args) == cfg
-    mixed = _build_parser().parse_args(["run", "--config", str(path), "--count", "3"])
-    with pytest.raises(ConfigError, match="drop --count"):
+    mixed = _build_parser().parse_args(
+        ["run", "--config", str(path), "--count", "3", "--slowdown", "2"]
+    )
+    with pytest.raises(ConfigError, match=r"drop --count, --slowdown$"):
         config_from_args(mixed)
 
 
