@@ -136,8 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
+    from harness.errors import simulator_errors
+    from harness.fleet import FleetConfig
     from harness.stack import StackSettings
 
+    with simulator_errors():
+        fleet = FleetConfig(count=args.minions) if args.minions else None
     return StackSettings.from_env(
         dsn=args.dsn or os.environ.get("SALTFLEET_PG_DSN") or None,
         pg_port=args.pg_port,
@@ -145,7 +149,7 @@ def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
         ret_port=args.ret_port,
         worker_threads=args.worker_threads,
         real_minion=not args.no_minion,
-        simulated_minions=args.minions,
+        fleet=fleet,
         **extra,
     )
 
@@ -290,13 +294,14 @@ def _facts(stack: Stack) -> dict[str, str]:
 
 def cmd_pillar(args: argparse.Namespace) -> int:
     """``pillar generate`` / ``pillar import``: synthetic pillars, files to database."""
+    from harness.fleet import minion_ids
     from harness.pillar import generate, migrate
     from harness.pillar.files import write_tree
 
     if args.pillar_command == "generate":
         if args.tree.exists():
             raise HarnessError(f"{args.tree} exists; choose a new directory")
-        ids = [f"{args.prefix}-{n:04d}" for n in range(1, args.minions + 1)]
+        ids = minion_ids(args.prefix, args.minions)
         write_tree(generate.generate(ids), args.tree)
         print(f"wrote pillars of {len(ids)} minions to {args.tree}")
         return 0

@@ -1,10 +1,17 @@
-"""The stack: PostgreSQL, a salt-master and (optionally) a real salt-minion.
+"""The stack: PostgreSQL, a salt-master, (optionally) a real salt-minion and
+a fleet of simulated ones.
 
 Use it as a context manager; whatever it started is stopped on exit, also on
 errors and Ctrl-C::
 
     with Stack(StackSettings(real_minion=True)) as stack:
         stack.cmd("*", "test.ping")
+
+Benchmarks and scenarios that need "N simulated minions on a master with these
+options" take :func:`fleet_stack`::
+
+    with fleet_stack(1000, root=work / "stack", master_opts=opts) as stack:
+        stack.cmd("*", "test.ping", timeout=300)
 
 :meth:`Stack.detach` leaves the processes running and returns a
 :class:`StackState` that ``python -m harness down`` uses to stop them by pid.
@@ -17,15 +24,16 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import migrations
 from harness.errors import HarnessError, simulator_errors
 from harness.events import EventListener
-from harness.master import Master, MasterSettings
+from harness.fleet import FleetConfig, SimulatedFleet
+from harness.master import Master, MasterLayout, MasterSettings
 from harness.minion import SaltMinion
 from harness.ports import pick_port
 from harness.postgres import (
@@ -42,6 +50,15 @@ if TYPE_CHECKING:
 DSN_ENV = "SALTFLEET_PG_DSN"
 STATE_FILE = "stack.json"
 REAL_MINION_ID = "saltfleet-minion-1"
+#: the master's root under the stack's root
+MASTER_DIR = "master"
+
+
+def master_layout(root: Path) -> MasterLayout:
+    """Where the master of a stack rooted at ``root`` keeps everything, known
+    before the stack starts (e.g. to install modules into its
+    ``extension_modules``)."""
+    return MasterLayout(root / MASTER_DIR)
 
 
 @dataclass
@@ -56,13 +73,14 @@ class StackSettings:
     worker_threads: int = 4
     real_minion: bool = True
     minion_id: str = REAL_MINION_ID
-    # simulated minions (evil_minions): how many, where their keys are cached,
-    # and FleetConfig fields to override (timing, processes, prefix ...)
-    simulated_minions: int = 0
-    simulated_keys_dir: Path | None = None
-    simulated_config: dict[str, Any] = field(default_factory=dict)
+    #: simulated minions (evil_minions), None: none. Master address and run
+    #: dir are the stack's; keys_dir left at the simulator's default means the
+    #: harness's key cache (harness.fleet.DEFAULT_KEYS_DIR).
+    fleet: FleetConfig | None = None
     ext_pillar: list[dict[str, Any]] | None = None
     master_opts: dict[str, Any] = field(default_factory=dict)
+    #: pillar SLS files placed in the master's pillar root, by relative name
+    pillar_files: dict[str, str] = field(default_factory=dict)
     apply_migrations: bool = True
     # Where the daemons' logs are copied when the stack stops (its root may be
     # a temporary directory that goes away).
@@ -136,7 +154,7 @@ class Stack:
         self.listener: EventListener | None = None
         self.master: Master | None = None
         self.minion: SaltMinion | None = None
-        self.fleet: Any = None  # harness.fleet.SimulatedFleet, imported lazily
+        self.fleet: SimulatedFleet | None = None
         self._detached = False
 
     # -- lifecycle -----------------------------------------------------
@@ -161,7 +179,6 @@ class Stack:
         publish_port = pick_port(s.publish_port, "publish")
         ret_port = pick_port(s.ret_port, "ret")
         # so must a bad simulator setting
-        fleet_config = self._fleet_config() if s.simulated_minions else None
         if s.dsn:
             self.pg = connection_from_dsn(s.dsn)
             check_reachable(self.pg)
@@ -177,13 +194,14 @@ class Stack:
         self.listener.start()
         self.master = Master(
             MasterSettings(
-                root=self.root / "master",
+                root=self.root / MASTER_DIR,
                 publish_port=publish_port,
                 ret_port=ret_port,
                 worker_threads=s.worker_threads,
                 postgres=self.pg,
                 ext_pillar=s.ext_pillar,
                 extra=s.master_opts,
+                pillar_files=s.pillar_files,
             ),
             self.listener,
         )
@@ -193,28 +211,10 @@ class Stack:
                 self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()
-        if fleet_config is not None:
-            self._start_fleet(fleet_config)
-
-    def _fleet_config(self) -> FleetConfig:
-        """The simulated fleet's settings, checked: a bad one is a SimulatorError."""
-        from evil_minions.config import config_from_fields
-        from harness.fleet import DEFAULT_KEYS_DIR
-
-        s = self.settings
-        # absolute: the fleet's worker processes do not share our cwd
-        keys_dir = (s.simulated_keys_dir or DEFAULT_KEYS_DIR).resolve()
-        fields = {"count": s.simulated_minions, "keys_dir": str(keys_dir)}
-        with simulator_errors():
-            return config_from_fields({**fields, **s.simulated_config})
-
-    def _start_fleet(self, config: FleetConfig) -> None:
-        from harness.fleet import SimulatedFleet
-
-        assert self.master is not None
-        self.fleet = SimulatedFleet(self.root / "fleet", self.master, config)
-        with simulator_errors():
-            self.fleet.start()
+        if s.fleet is not None:
+            self.fleet = SimulatedFleet(self.root / "fleet", self.master, s.fleet)
+            with simulator_errors():
+                self.fleet.start()
 
     def stop(self) -> None:
         """Stop what was started, in reverse order; safe to call twice."""
@@ -312,3 +312,47 @@ class Stack:
         kwargs.setdefault("timeout", 30)
         with self.client() as client:
             return dict(client.cmd(tgt, fun, list(arg), **kwargs))
+
+
+def fleet_stack(
+    minions: int,
+    *,
+    root: Path,
+    master_opts: Mapping[str, Any] | None = None,
+    fleet: FleetConfig | None = None,
+    worker_threads: int = 4,
+    ext_pillar: list[dict[str, Any]] | None = None,
+    logs_dir: Path | None = None,
+    pillar_files: Mapping[str, str] | None = None,
+    dsn: str | None = None,
+) -> Stack:
+    """A stack of ``minions`` simulated minions and no real one, not started.
+
+    ``fleet`` carries the simulator's knobs (timing, processes,
+    startup_pillar ...); its ``count`` becomes ``minions`` (so a fleet with
+    ``processes=P`` needs ``count >= P`` itself too) and its keys live in the
+    harness's key cache unless it names a ``keys_dir``. ``pillar_files`` are
+    written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
+    points the master at an existing PostgreSQL instead of an embedded one.
+
+    .. code-block:: python
+
+        fleet = FleetConfig(processes=2, startup_pillar=False)
+        with fleet_stack(1000, root=work / "stack", fleet=fleet) as stack:
+            stack.cmd("*", "test.ping", timeout=300)
+    """
+    with simulator_errors():
+        config = replace(fleet or FleetConfig(), count=minions)
+    return Stack(
+        StackSettings(
+            root=root,
+            dsn=dsn,
+            real_minion=False,
+            worker_threads=worker_threads,
+            fleet=config,
+            ext_pillar=ext_pillar,
+            master_opts=dict(master_opts or {}),
+            pillar_files=dict(pillar_files or {}),
+            logs_dir=logs_dir,
+        )
+    )

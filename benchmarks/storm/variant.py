@@ -134,8 +134,9 @@ class StormRun:
         return self.result
 
     def _fleet_status(self) -> dict[str, Any]:
-        status: dict[str, Any] = self.stack.fleet.status() or {}
-        return status
+        fleet = self.stack.fleet
+        assert fleet is not None, "a storm stack has a fleet"
+        return dict(fleet.status() or {})
 
     def _sampler(self, position: int) -> None:
         """Once a second: the bus, the master's RSS, the queue manager."""

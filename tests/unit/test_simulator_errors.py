@@ -1,12 +1,13 @@
 """A simulator error reaches a harness user as one ``error:`` line and exit 2.
 
-Before, a bad fleet setting (an unknown FleetConfig field, ``--processes``
-above the minion count) or a keys dir that cannot be created ended
+Before, a bad fleet setting (``--processes`` above the minion count) or a
+keys dir that cannot be created ended
 ``python -m harness up --minions ...`` in a traceback.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from evil_minions import ensure_keys
 from harness import stack
 from harness.cli import main
 from harness.errors import HarnessError, SimulatorError, simulator_errors
+from harness.fleet import FleetConfig
 
 
 def test_a_keys_dir_that_cannot_be_created_is_a_simulator_error(tmp_path: Path) -> None:
@@ -28,22 +30,11 @@ def test_a_keys_dir_that_cannot_be_created_is_a_simulator_error(tmp_path: Path) 
     assert isinstance(info.value, HarnessError)
 
 
-@pytest.mark.parametrize(
-    ("fleet", "message"),
-    [
-        ({"procs": 2}, "unknown fleet setting procs: use "),
-        ({"processes": 3}, "--processes 3 is more than --count 2"),
-    ],
-)
-def test_bad_fleet_settings_are_refused_before_anything_starts(
-    tmp_path: Path, fleet: dict[str, object], message: str
-) -> None:
-    settings = stack.StackSettings(
-        root=tmp_path / "stack", simulated_minions=2, simulated_config=fleet
-    )
-    with pytest.raises(SimulatorError, match=message):
-        stack.Stack(settings).start()
-    assert not (tmp_path / "stack" / "postgres").exists()
+def test_a_bad_fleet_setting_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    fleet = FleetConfig(count=3, processes=3)
+    with pytest.raises(SimulatorError, match="--processes 3 is more than --count 2"):
+        stack.fleet_stack(2, root=tmp_path / "stack", fleet=fleet)
+    assert not (tmp_path / "stack").exists()
 
 
 def test_up_reports_a_bad_fleet_setting_in_one_line(
@@ -51,12 +42,9 @@ def test_up_reports_a_bad_fleet_setting_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from_env = stack.StackSettings.from_env
-
-    def with_bad_fleet(**overrides: object) -> stack.StackSettings:
-        return from_env(**overrides, simulated_config={"processes": 3})
-
-    monkeypatch.setattr(stack.StackSettings, "from_env", with_bad_fleet)
+    monkeypatch.setattr(
+        "harness.fleet.FleetConfig", functools.partial(FleetConfig, processes=3)
+    )
     code = main(["up", "--root", str(tmp_path / "stack"), "--minions", "2"])
     err = capsys.readouterr().err
     assert code == 2
@@ -64,3 +52,4 @@ def test_up_reports_a_bad_fleet_setting_in_one_line(
         "error: simulated minions: --processes 3 is more than --count 2:"
         " every process needs at least one minion"
     ]
+    assert not (tmp_path / "stack" / "postgres").exists()

@@ -22,6 +22,7 @@ from benchmarks.storm.accounting import (
     storm_jobs,
 )
 from harness.events import Event
+from harness.fleet import minion_ids
 
 
 def _ret(jid: str, minion: str, at: float = 100.0, age: float = 0.5) -> Event:
@@ -102,7 +103,7 @@ def test_the_storm_mixes_sleeps_and_state_runs_reproducibly():
 
 
 def test_presence_pings_go_to_other_minions_each_tick_through_the_whole_fleet():
-    ids = [f"evil-{i:04d}" for i in range(1, 101)]
+    ids = minion_ids("evil", 100)
     order = ping_order(ids)
     assert sorted(order) == ids and order != ids  # shuffled, nobody left out
     assert ping_order(ids) == order  # the same order in both variants
