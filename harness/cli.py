@@ -61,6 +61,31 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_capability_options(parser: argparse.ArgumentParser) -> None:
+    """What ``up`` can switch on beyond the plain stack."""
+    parser.add_argument(
+        "--ext-pillar",
+        choices=["db"],
+        help="db: pillars from PostgreSQL through the patched postgres ext_pillar "
+        "(salt_pillar_rows()), with example rows for every minion at each scope",
+    )
+    parser.add_argument(
+        "--rate-limiting",
+        action="store_true",
+        help="turn on the master's rate limiting (Salt's defaults unless the "
+        "options below say otherwise)",
+    )
+    parser.add_argument("--max-master-jobs", type=argtypes.positive, metavar="N")
+    parser.add_argument("--max-minion-jobs", type=argtypes.positive, metavar="N")
+    parser.add_argument("--max-queue", type=argtypes.positive, metavar="N")
+    parser.add_argument(
+        "--master-opts",
+        type=Path,
+        metavar="FILE",
+        help="YAML mapping of extra master options (applied last)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
@@ -82,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"state and data (default {DEFAULT_ROOT})",
     )
     _add_stack_options(p)
+    _add_capability_options(p)
     for name, help_text in (
         ("status", "show the recorded stack"),
         ("down", "stop the recorded stack"),
@@ -182,16 +208,68 @@ def cmd_up(args: argparse.Namespace) -> int:
                 f"a stack is already running in {root}; run `python -m harness down` first"
             )
         state.stop()
-    stack = Stack(_settings(args, root=root))
+    stack = Stack(_settings(args, root=root, **_capabilities(args)))
     print(f"starting stack in {root} ...", flush=True)
     stack.start()
+    notes = _load_example_pillars(stack) if args.ext_pillar == "db" else []
     state = stack.detach()
     print(_describe(state))
+    for note in notes:
+        print(note)
     print(
         "\nuse Salt against it: nox -s harness -- salt '*' test.ping"
         "   (also salt-run, salt-key, salt-call)"
     )
     return 0
+
+
+def _capabilities(args: argparse.Namespace) -> dict[str, object]:
+    """StackSettings fields for ``up``'s --ext-pillar, --rate-limiting and
+    --master-opts; rate-limit limits without --rate-limiting are refused."""
+    from harness.pillar.variants import db_ext_pillar
+    from harness.ratelimit import RateLimiting
+    from harness.restart import load_options
+
+    limits = {
+        name: value
+        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
+        if (value := getattr(args, name)) is not None
+    }
+    if limits and not args.rate_limiting:
+        flags = ", ".join("--" + name.replace("_", "-") for name in limits)
+        verb = "needs" if len(limits) == 1 else "need"
+        raise HarnessError(f"{flags} {verb} --rate-limiting")
+    options: dict[str, object] = {}
+    if args.rate_limiting:
+        options.update(RateLimiting(**limits).master_options(args.worker_threads))
+    if args.master_opts:
+        options.update(load_options(args.master_opts))
+    extra: dict[str, object] = {"master_opts": options}
+    if args.ext_pillar == "db":
+        extra["ext_pillar"] = db_ext_pillar()
+    return extra
+
+
+def _load_example_pillars(stack: Stack) -> list[str]:
+    """Store example pillar rows for every minion of ``stack`` and have the
+    minions fetch them; return what to tell the user."""
+    from harness.pillar.generate import FleetShape, generate
+    from harness.pillar.store import store_fleet
+
+    assert stack.pg is not None, "the stack is started"
+    ids = ([stack.minion.minion_id] if stack.minion else []) + (
+        list(stack.fleet.ids) if stack.fleet else []
+    )
+    if not ids:
+        return ["pillars: no minions, no example rows loaded"]
+    pillars = generate(ids, FleetShape(orgs=2, groups_per_org=3))
+    store_fleet(stack.pg, pillars)
+    stack.cmd("*", "saltutil.refresh_pillar", timeout=120)
+    return [
+        f"pillars: example rows for {len(ids)} minions in {len(pillars.orgs)} orgs "
+        f"and {len(pillars.groups)} groups ({len(pillars.rows)} rows); read one with",
+        f"  nox -s harness -- salt {ids[0]} pillar.items unmask=True",
+    ]
 
 
 def _describe(state: StackState) -> str:
