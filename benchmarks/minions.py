@@ -27,6 +27,8 @@ PILLAR_FILES = {
 
 
 def run(*, minions: int = 1000, processes: int = 1, rounds: int = 3) -> Path:
+    """Start ``minions`` simulated minions in ``processes`` processes, time start-up
+    and ``rounds`` runs of each fan-out command; return the report's path."""
     print(
         f"caching {minions} minion keys (only missing ones are generated)", flush=True
     )
@@ -69,6 +71,7 @@ def write_report(
     after: dict[str, Any],
     calls: dict[str, list[tuple[int, float]]],
 ) -> Path:
+    """Write ``results/minions.md`` (and its plot) from one run; return its path."""
     rss_ready = float(at_ready.get("rss_kb_per_minion", 0))
     rss_after = float(after.get("rss_kb_per_minion", 0))
     cpu_ready = float(at_ready.get("cpu_seconds", 0))

@@ -40,15 +40,19 @@ GOAL_SPEEDUP = 5.0
 
 @dataclass
 class MicroResult:
+    """One module's warm ext_pillar lookups, in milliseconds."""
+
     name: str
     samples_ms: list[float]
 
     @property
     def p50(self) -> float:
+        """Median lookup, ms."""
         return report.percentile(self.samples_ms, 50)
 
     @property
     def p99(self) -> float:
+        """99th-percentile lookup, ms."""
         return report.percentile(self.samples_ms, 99)
 
 
@@ -142,6 +146,9 @@ class ConnectionMonitor:
 
 @dataclass
 class FleetResult:
+    """What one variant measured over its rounds: times, wrong or failed
+    pillars, master CPU and peak PostgreSQL connections."""
+
     variant: str
     round_s: list[float] = field(default_factory=list)
     ping_s: list[float] = field(default_factory=list)
@@ -185,6 +192,8 @@ def run_fleet_variant(
     rounds: int,
     workers: int,
 ) -> FleetResult:
+    """Run ``rounds`` of ``pillar.items`` and ``test.ping`` against a master set up
+    as ``variant``, checking every pillar against the reference one."""
     result = FleetResult(variant)
     root = workdir / f"stack-{variant}"
     stack = fleet_stack(
@@ -286,6 +295,7 @@ def write_report(
     rounds: int,
     workers: int,
 ) -> Path:
+    """Write ``results/pillar.md`` and its data file; return the report's path."""
     patched, upstream = micro
     speedup = upstream.p50 / patched.p50 if patched.p50 else float("inf")
     by_name = {r.variant: r for r in results}

@@ -194,6 +194,7 @@ class SimulatedFleet:
 
     @property
     def ids(self) -> list[str]:
+        """The simulated minions' ids."""
         return self.config.minion_ids()
 
     def _say(self, line: str) -> None:
@@ -247,7 +248,9 @@ class SimulatedFleet:
             time.sleep(0.5)
 
     def status(self) -> dict[str, object] | None:
+        """The status the fleet wrote last, or ``None``."""
         return read_status(self.config.run_dir)
 
     def stop(self) -> None:
+        """Stop the simulator and every process it forked."""
         self.process.stop(timeout=60)

@@ -40,22 +40,27 @@ class MasterLayout:
 
     @property
     def conf_dir(self) -> Path:
+        """The config directory (``-c``), holding :attr:`conf_file`."""
         return self.root / "etc" / "salt"
 
     @property
     def conf_file(self) -> Path:
+        """The rendered master config."""
         return self.conf_dir / "master"
 
     @property
     def pki_dir(self) -> Path:
+        """The master's keys."""
         return self.root / "pki" / "master"
 
     @property
     def accepted_keys_dir(self) -> Path:
+        """Accepted minion public keys, one file per minion id."""
         return self.pki_dir / "minions"
 
     @property
     def cachedir(self) -> Path:
+        """The master's cache: job cache, minion data, extension modules."""
         return self.root / "cache" / "master"
 
     @property
@@ -65,18 +70,22 @@ class MasterLayout:
 
     @property
     def sock_dir(self) -> Path:
+        """The master's IPC sockets, the event bus's among them."""
         return self.root / "run" / "master"
 
     @property
     def pidfile(self) -> Path:
+        """The daemon's pidfile."""
         return self.root / "run" / "salt-master.pid"
 
     @property
     def log_file(self) -> Path:
+        """The master's log."""
         return self.root / "log" / "master.log"
 
     @property
     def key_log_file(self) -> Path:
+        """The key log (``key_logfile``)."""
         return self.root / "log" / "key.log"
 
     @property
@@ -86,10 +95,12 @@ class MasterLayout:
 
     @property
     def file_root(self) -> Path:
+        """The ``base`` file root."""
         return self.root / "srv" / "salt"
 
     @property
     def pillar_root(self) -> Path:
+        """The ``base`` pillar root."""
         return self.root / "srv" / "pillar"
 
     def path_options(self) -> dict[str, Any]:
@@ -190,6 +201,8 @@ def _write_pillar_files(settings: MasterSettings) -> None:
 
 
 def write_config(settings: MasterSettings, listener: EventListener | None) -> Path:
+    """Make the master's directories and pillar files and render its config;
+    return the config file's path."""
     for path in (
         settings.conf_dir,
         settings.accepted_keys_dir,
@@ -236,6 +249,8 @@ class Master:
         )
 
     def start(self) -> None:
+        """Write the config and start the daemon; return once it sent its start
+        event and listens on its ret_port."""
         write_config(self.settings, self.listener)
         since = self.listener.mark()
         self.process.start()
@@ -254,6 +269,7 @@ class Master:
         self.process.remember_descendants()
 
     def stop(self) -> None:
+        """Stop the daemon and every process it forked."""
         self.process.stop()
 
     def accept_key(self, minion_id: str, public_pem: str) -> None:

@@ -107,6 +107,7 @@ class StackState:
     remove_dirs: list[str] = field(default_factory=list)
 
     def save(self) -> Path:
+        """Write the state to the root's ``stack.json``; return its path."""
         path = Path(self.root) / STATE_FILE
         data = asdict(self)
         path.write_text(json.dumps(data, indent=2) + "\n")
@@ -114,6 +115,7 @@ class StackState:
 
     @classmethod
     def load(cls, root: Path) -> StackState:
+        """The state recorded in ``root``; raises HarnessError if there is none."""
         path = root / STATE_FILE
         try:
             data = json.loads(path.read_text())
@@ -166,6 +168,7 @@ class Stack:
         self.stop()
 
     def start(self) -> None:
+        """Start the parts in order; if one fails, stop what started and re-raise."""
         try:
             self._start()
         except BaseException:

@@ -40,6 +40,9 @@ DROPPED: Final = ("expired", "rejected")
 
 @dataclass
 class Sample:
+    """What the sampler saw at ``t`` seconds into a run: master RSS, bus delay,
+    jobs queued and in flight, return rates."""
+
     t: float
     master_rss_mb: float
     bus_delay_s: float | None
@@ -57,6 +60,8 @@ class Sample:
 
 @dataclass
 class Ping:
+    """One presence ping, sent ``t`` seconds into a run, and how it went."""
+
     t: float
     seconds: float  # until every target returned (or the timeout)
     returned: int
@@ -68,6 +73,9 @@ class Ping:
 
 @dataclass
 class JobTrack:
+    """One storm job as the bus shows it: accepted, published, its outcome and
+    the minions that returned."""
+
     jid: str
     fun: str
     targets: int
@@ -80,11 +88,15 @@ class JobTrack:
 
     @property
     def expected(self) -> int:
+        """Returns to expect: the targets not excluded once published, none before."""
         return self.targets - self.excluded if self.published is not None else 0
 
 
 @dataclass
 class VariantResult:
+    """What one variant of the storm measured: submissions, outcomes, returns,
+    master CPU, samples and pings."""
+
     name: str
     limiter: RateLimiting | None
     submitted: int = 0
@@ -119,18 +131,22 @@ class VariantResult:
 
     @property
     def max_minion_points(self) -> int:
+        """The most points one minion held in any sample."""
         return max((s.max_minion_points for s in self.samples), default=0)
 
     @property
     def ping_p99(self) -> float:
+        """99th-percentile presence ping time, seconds."""
         return report.percentile([p.seconds for p in self.pings], 99)
 
     @property
     def pings_incomplete(self) -> int:
+        """Presence pings that did not get all PING_TARGETS returns."""
         return sum(1 for p in self.pings if p.returned < PING_TARGETS)
 
     @property
     def peak_rss_mb(self) -> float:
+        """The highest master RSS sampled, MiB."""
         return max((s.master_rss_mb for s in self.samples), default=0.0)
 
     def tally(self, jobs: Iterable[JobTrack], cache: Mapping[str, int]) -> None:
@@ -191,6 +207,8 @@ class JobBook:
         self._pending: dict[str, list[_JobEvent]] = {}  # seen before the job
 
     def add(self, track: JobTrack) -> None:
+        """Book an accepted job (published at once without a limiter) and apply
+        the events that came before it."""
         with self.lock:
             if not self.limited:
                 track.published = track.accepted
@@ -242,6 +260,7 @@ class JobBook:
         return 0
 
     def in_flight(self) -> int:
+        """Jobs published and not yet completed."""
         with self.lock:
             return sum(
                 1
@@ -258,10 +277,12 @@ class JobBook:
             )
 
     def expected_total(self) -> int:
+        """Returns expected over all jobs booked."""
         with self.lock:
             return sum(t.expected for t in self.jobs.values())
 
     def received_total(self) -> int:
+        """Returns received over all jobs booked, one per minion and job."""
         with self.lock:
             return sum(len(t.returned) for t in self.jobs.values())
 

@@ -22,6 +22,8 @@ SUMMARY_PERCENTILES = (50, 90, 99, 100)
 
 @dataclass
 class DecideResult:
+    """One ledger case: the decision taken and each call's time, in microseconds."""
+
     case: str
     decision: str
     samples_us: list[float]
