@@ -137,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="start a stack, run every scenario, report, stop")
     _add_stack_options(p)
 
+    p = sub.add_parser(
+        "sql", help="run one SQL statement on the running stack's PostgreSQL"
+    )
+    p.add_argument("statement", help='e.g. "SELECT count(*) FROM salt_pillar"')
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+
     pillar = sub.add_parser("pillar", help="pillars in PostgreSQL: generate, import")
     psub = pillar.add_subparsers(dest="pillar_command", required=True, metavar="ACTION")
     p = psub.add_parser(
@@ -324,9 +330,11 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
     options = load_options(args.master_opts) if args.master_opts else None
     state = StackState.load(args.root.resolve())
-    pid = restart_master(state, options)
+    pid, silent = restart_master(state, options)
     changed = f" with {', '.join(sorted(options))} set" if options else ""
     print(f"salt-master restarted{changed}: pid {pid}")
+    if silent:
+        print(f"warning: {len(silent)} minions do not answer yet: {', '.join(silent)}")
     return 0
 
 
@@ -368,6 +376,41 @@ def _facts(stack: Stack) -> dict[str, str]:
         "master": f"127.0.0.1 publish {master.publish_port}, ret {master.ret_port}, "
         f"{master.worker_threads} workers",
     }
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """``sql``: one statement in its own transaction on the stack's database;
+    rows are printed tab-separated, an error is one line and exit 2."""
+    import psycopg2
+
+    from harness.postgres import connection_from_dsn
+    from harness.stack import StackState
+
+    info = connection_from_dsn(StackState.load(args.root.resolve()).postgres_dsn)
+    try:
+        conn = info.connect()
+    except psycopg2.Error as exc:
+        raise HarnessError(f"cannot reach the stack's PostgreSQL: {exc}") from None
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(args.statement)
+            rows = cur.fetchall() if cur.description else []
+            done = cur.statusmessage
+    except psycopg2.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc
+        raise HarnessError(f"SQL failed, nothing was changed: {first}") from None
+    finally:
+        conn.close()
+    for row in rows:
+        print("\t".join("" if v is None else _sql_text(v) for v in row))
+    print(done, file=sys.stderr)
+    return 0
+
+
+def _sql_text(value: object) -> str:
+    import json
+
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
 def cmd_pillar(args: argparse.Namespace) -> int:
@@ -450,6 +493,7 @@ COMMANDS = {
     "status": cmd_status,
     "down": cmd_down,
     "restart": cmd_restart,
+    "sql": cmd_sql,
     "demo": cmd_demo,
     "pillar": cmd_pillar,
 }

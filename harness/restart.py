@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 MASTER_NAME = "salt-master"
 RESTART_TIMEOUT = 120.0
+#: how long a restart waits for the minions to answer again
+RECONNECT_TIMEOUT = 90.0
 
 
 def _master_config(state: StackState) -> tuple[Path, dict[str, Any]]:
@@ -83,9 +85,12 @@ def adopt_restarted_master(state: StackState) -> str | None:
     return f"salt-master was restarted outside the harness: now pid {proc.pid}"
 
 
-def restart_master(state: StackState, options: Mapping[str, Any] | None = None) -> int:
+def restart_master(
+    state: StackState, options: Mapping[str, Any] | None = None
+) -> tuple[int, list[str]]:
     """Stop the stack's master by pid, merge ``options`` into its configuration,
-    start it again and record the new pid; return that pid."""
+    start it again, record the new pid and wait for the minions to answer
+    again; return the pid and the minions still silent."""
     adopt_restarted_master(state)
     index = _master_index(state)
     record = state.processes[index]
@@ -112,9 +117,31 @@ def restart_master(state: StackState, options: Mapping[str, Any] | None = None) 
         timeout=RESTART_TIMEOUT,
         what=f"listening on ret_port {port}",
     )
-    # let the master's own fork settle before the caller checks on it
-    time.sleep(0.5)
-    return process.pid
+    return process.pid, _wait_for_minions(conf_path, config, RECONNECT_TIMEOUT)
+
+
+def _wait_for_minions(
+    conf_path: Path, config: Mapping[str, Any], timeout: float
+) -> list[str]:
+    """Wait until every accepted minion answers a ping again (they sign in
+    anew with the restarted master); return the ids still silent after
+    ``timeout``."""
+    import salt.client
+
+    accepted_dir = Path(config["pki_dir"]) / "minions"
+    accepted = (
+        sorted(p.name for p in accepted_dir.iterdir()) if accepted_dir.is_dir() else []
+    )
+    deadline = time.monotonic() + timeout
+    silent = accepted
+    while silent and time.monotonic() < deadline:
+        client = salt.client.LocalClient(c_path=str(conf_path))
+        try:
+            answered = client.cmd(silent, "test.ping", tgt_type="list", timeout=5)
+        finally:
+            client.destroy()
+        silent = [m for m in silent if answered.get(m) is not True]
+    return silent
 
 
 def _default_argv(state: StackState) -> list[str]:
