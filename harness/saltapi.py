@@ -13,7 +13,9 @@ Start-up is confirmed by a real ``POST /login`` that returns a token.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import secrets
 import urllib.error
 import urllib.request
@@ -72,15 +74,28 @@ class ApiCredentials:
         return {"username": self.user, "password": self.password, "eauth": self.eauth}
 
 
-class LoginError(HarnessError):
+class ApiError(HarnessError):
+    """A request to salt-api failed; ``status`` is the HTTP status, if any."""
+
+    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class LoginError(ApiError):
     """``POST /login`` did not return a token."""
 
 
 def login(credentials: ApiCredentials, timeout: float = LOGIN_TIMEOUT) -> str:
     """Log in to salt-api and return the token (``X-Auth-Token``)."""
-    reply = api_request(credentials.url, "/login", credentials.login_body(), timeout)
     try:
+        reply = api_request(
+            credentials.url, "/login", credentials.login_body(), timeout
+        )
         token = reply["return"][0]["token"]
+    except ApiError as exc:
+        raise LoginError(str(exc), exc.status) from None
     except (KeyError, IndexError, TypeError):
         raise LoginError(
             f"POST {credentials.url}/login returned no token: {reply!r}"
@@ -106,10 +121,20 @@ def api_request(
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:300]
-        raise LoginError(f"POST {url}{path}: HTTP {exc.code}: {detail}") from None
+        text = exc.read().decode(errors="replace")
+        raise ApiError(
+            f"POST {url}{path}: HTTP {exc.code}: {_error_text(text)}", exc.code, text
+        ) from None
     except (OSError, ValueError) as exc:
-        raise LoginError(f"POST {url}{path}: {exc}") from None
+        raise ApiError(f"POST {url}{path}: {exc}") from None
+
+
+def _error_text(body: str) -> str:
+    """The message of a CherryPy error page (HTML even when JSON was asked
+    for), or the start of any other body."""
+    found = re.search(r"<p>(.*?)</p>", body, re.DOTALL)
+    text = html.unescape(found.group(1)) if found else body
+    return " ".join(text.split())[:300]
 
 
 def render_config(

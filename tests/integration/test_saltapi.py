@@ -8,7 +8,8 @@ import socket
 import pytest
 
 from harness.ports import LOOPBACK, PortInUseError
-from harness.saltapi import ApiSettings, LoginError, api_request, login
+from harness.ratelimit import RateLimiting
+from harness.saltapi import ApiError, ApiSettings, LoginError, api_request, login
 from harness.stack import Stack, StackSettings
 from tests.conftest import alive
 
@@ -89,3 +90,25 @@ def test_a_taken_api_port_is_refused_before_anything_starts(open_tmp) -> None:
         with pytest.raises(PortInUseError, match=f"salt-api port {port}"):
             stack.start()
         assert stack.master is None
+
+
+def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
+    """What rest_cherrypy returns when the rate limiter's queue is full."""
+    limits = RateLimiting(max_master_jobs=MINIONS + 2, max_minion_jobs=2, max_queue=1)
+    settings = StackSettings(
+        root=open_tmp / "stack",
+        real_minion=False,
+        simulated_minions=MINIONS,
+        master_opts=limits.master_options(),
+        api=ApiSettings(),
+    )
+    # each job takes MINIONS of the MINIONS + 2 points: the first runs, the
+    # second waits at the head of the queue, the third is over max_queue
+    sleep = {"client": "local_async", "tgt": "*", "fun": "test.sleep", "arg": [20]}
+    with Stack(settings) as stack:
+        first, second = _run(stack, [sleep]), _run(stack, [sleep])
+        with pytest.raises(ApiError) as refused:
+            _run(stack, [sleep])
+    assert all(isinstance(r[0], dict) and r[0].get("jid") for r in (first, second))
+    assert refused.value.status == 503
+    assert "overloaded" in str(refused.value).lower(), refused.value.body
