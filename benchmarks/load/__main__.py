@@ -1,0 +1,174 @@
+"""``python -m benchmarks.load``: load through salt-api with locust.
+
+Without ``--master-host``: start a stack per variant (simulated minions,
+salt-api, rate limiting off and on), run locust headless against it (alone,
+or a locust master and ``--workers`` workers on loopback), write the report
+to benchmarks/results/NAME.md. With ``--master-host``: start only
+``--workers`` locust workers that connect to a locust master on that host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from benchmarks.load.shape import LoadProfile
+from harness.argtypes import non_negative, port, positive
+from harness.errors import HarnessError
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwind: every stack and locust process is stopped
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number of seconds: {value!r}"
+        ) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {seconds:g}")
+    return seconds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = LoadProfile()
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.load", description=__doc__
+    )
+    parser.add_argument(
+        "--minions",
+        type=positive,
+        default=1000,
+        help="simulated minions (default 1000)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive,
+        default=2,
+        help="evil_minions processes (default 2)",
+    )
+    # the load shape (benchmarks.load.shape.LoadProfile)
+    for flag, kind, default, text in (
+        ("--users", positive, d.users, "console users, steady"),
+        ("--spike-users", positive, d.spike_users, "users during the spike"),
+        ("--ramp", _seconds, d.ramp_s, "seconds of the ramp to --users"),
+        ("--steady", _seconds, d.steady_s, "seconds at --users"),
+        ("--spike", _seconds, d.spike_s, "seconds at --spike-users"),
+        ("--recover", _seconds, d.recover_s, "seconds back at --users"),
+    ):
+        parser.add_argument(
+            flag, type=kind, default=default, help=f"{text} (default {default:g})"
+        )
+    parser.add_argument(
+        "--variants",
+        choices=["off", "on", "both"],
+        default="both",
+        help="rate limiting off, on, or both side by side (default)",
+    )
+    parser.add_argument(
+        "--max-master-jobs",
+        type=positive,
+        default=2000,
+        help="rate_limiting:max_master_jobs when on (default 2000, Salt's)",
+    )
+    parser.add_argument(
+        "--submissions",
+        type=non_negative,
+        default=200,
+        help="async jobs for the salt-api vs LocalClient cost; 0 skips it (default 200)",
+    )
+    parser.add_argument(
+        "--presence-targets",
+        type=positive,
+        default=10,
+        help="minions per presence check (default 10)",
+    )
+    parser.add_argument(
+        "--group-size",
+        type=positive,
+        default=50,
+        help="minions per group job (default 50)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=non_negative,
+        default=0,
+        help="locust worker processes on loopback (0: locust runs alone); with --master-host, the workers to start (default 1 then)",
+    )
+    parser.add_argument(
+        "--master-host",
+        help="only start workers that connect to the locust master on HOST",
+    )
+    parser.add_argument(
+        "--master-port",
+        type=port,
+        default=5557,
+        help="the locust master's port with --master-host (default 5557)",
+    )
+    parser.add_argument(
+        "--name",
+        default="load",
+        help="report name: benchmarks/results/NAME.md (default load)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="locust output and daemon logs (default .saltfleet/load/NAME, replaced each run)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    from benchmarks.load import run
+
+    try:
+        if args.master_host:
+            log_dir = args.workdir or Path(".saltfleet") / "logs" / "load-workers"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            return run.run_workers(
+                args.master_host, args.master_port, args.workers or 1, log_dir.resolve()
+            )
+        settings = run.LoadSettings(
+            minions=args.minions,
+            processes=args.processes,
+            profile=LoadProfile(
+                args.users,
+                args.spike_users,
+                args.ramp,
+                args.steady,
+                args.spike,
+                args.recover,
+            ),
+            variants=("off", "on") if args.variants == "both" else (args.variants,),
+            workers=args.workers,
+            submissions=args.submissions,
+            max_master_jobs=args.max_master_jobs,
+            presence_targets=args.presence_targets,
+            group_size=args.group_size,
+            name=args.name,
+            workdir=args.workdir.resolve() if args.workdir else None,
+            command="nox -s load -- "
+            + run.quoted(sys.argv[1:] if argv is None else argv),
+        )
+        path = run.run(settings)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; everything started was stopped", file=sys.stderr)
+        return 130
+    print(path.read_text())
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,449 @@
+"""Load through salt-api: stacks, locust processes, sampling, the report.
+
+For each variant (rate limiting ``off``, then ``on``) one stack is started:
+PostgreSQL with the fleet's pillars, a salt-master, salt-api and the
+simulated minions. Then:
+
+1. locust runs headless against salt-api with the console users and the
+   load shape of :mod:`benchmarks.load.locustfile` (alone, or as a locust
+   master with ``workers`` worker processes on loopback), writing its CSVs
+   (``--csv-full-history``) and HTML report;
+2. meanwhile, once a second, the master's and salt-api's process trees
+   (CPU, RSS) and the fleet's returns per second are sampled;
+3. afterwards, the cost of salt-api itself: the same number of async-job
+   submissions through salt-api and through ``LocalClient`` directly.
+
+The report (Markdown + PNG) lands in ``benchmarks/results/``. With
+``master_host`` set, :func:`run_workers` only starts locust workers that
+connect to a locust master elsewhere (see the README).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from benchmarks import proctree, report
+from benchmarks.load.shape import LoadProfile
+from benchmarks.load.summary import (
+    ApiCost,
+    ReportContext,
+    ResourceSample,
+    VariantRun,
+    read_locust,
+    render,
+    timeline_plot,
+)
+from benchmarks.load.traffic import PASSWORD_ENV
+from harness.errors import HarnessError
+from harness.processes import ManagedProcess
+
+PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]
+LOCUSTFILE: Final = Path(__file__).resolve().parent / "locustfile.py"
+#: locust's default port for workers to reach the master
+LOCUST_MASTER_PORT: Final = 5557
+#: how long locust may run beyond its load shape before it is stopped
+LOCUST_GRACE_S: Final = 120.0
+SAMPLE_INTERVAL_S: Final = 1.0
+#: locust's output and the daemons' logs, per run, unless a workdir is given
+WORKDIR_ROOT: Final = PROJECT_ROOT / ".saltfleet" / "load"
+#: workers get this long to connect to the locust master
+WORKERS_CONNECT_S: Final = 60
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """One load run; defaults are the lead's full-size run."""
+
+    minions: int = 1000
+    #: evil_minions worker processes
+    processes: int = 2
+    profile: LoadProfile = field(default_factory=LoadProfile)
+    variants: tuple[str, ...] = ("off", "on")
+    #: locust worker processes on loopback; 0: locust runs as one process
+    workers: int = 0
+    #: async-job submissions for the salt-api vs LocalClient comparison; 0: skip
+    submissions: int = 200
+    #: rate_limiting:max_master_jobs of the limiter-on master
+    max_master_jobs: int = 2000
+    presence_targets: int = 10
+    group_size: int = 50
+    #: report file name (without .md) in benchmarks/results/
+    name: str = "load"
+    workdir: Path | None = None
+    keys_dir: Path | None = None
+    #: the command line shown as how to regenerate the report
+    command: str = ""
+
+
+@dataclass
+class LocustCommand:
+    """Builds locust's command lines for one run (pure: tested as such)."""
+
+    host: str
+    profile: LoadProfile
+    out_prefix: Path
+    presence_targets: int = 10
+    group_size: int = 50
+    extra: list[str] = field(default_factory=list)
+
+    def _base(self) -> list[str]:
+        return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
+
+    def _profile_args(self) -> list[str]:
+        p = self.profile
+        return [
+            f"--load-users={p.users}",
+            f"--load-spike-users={p.spike_users}",
+            f"--load-ramp={p.ramp_s}",
+            f"--load-steady={p.steady_s}",
+            f"--load-spike={p.spike_s}",
+            f"--load-recover={p.recover_s}",
+        ]
+
+    def headless(self, *, expect_workers: int = 0, port: int = 0) -> list[str]:
+        """The locust that runs the shape and writes CSVs and HTML; a master
+        waiting for ``expect_workers`` workers on ``port`` if any."""
+        argv = [
+            *self._base(),
+            "--host",
+            self.host,
+            "--headless",
+            "--only-summary",
+            "--csv",
+            str(self.out_prefix),
+            "--csv-full-history",
+            "--html",
+            f"{self.out_prefix}.html",
+            # failures are what this run measures, not a reason to fail
+            "--exit-code-on-error=0",
+            f"--run-time={int(self.profile.duration_s + 10)}s",
+            f"--presence-targets={self.presence_targets}",
+            f"--group-size={self.group_size}",
+            *self._profile_args(),
+        ]
+        if expect_workers:
+            argv += [
+                "--master",
+                "--master-bind-host=127.0.0.1",
+                f"--master-bind-port={port}",
+                f"--expect-workers={expect_workers}",
+                f"--expect-workers-max-wait={WORKERS_CONNECT_S}",
+            ]
+        return argv + self.extra
+
+
+def worker_command(master_host: str, master_port: int) -> list[str]:
+    """A locust worker that takes its options (host, shape, targets) from
+    the locust master it connects to."""
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(LOCUSTFILE),
+        "--worker",
+        f"--master-host={master_host}",
+        f"--master-port={master_port}",
+    ]
+
+
+def _locust_env(password: str | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    if password is not None:
+        env[PASSWORD_ENV] = password
+    return env
+
+
+def start_workers(
+    count: int, master_host: str, master_port: int, log_dir: Path
+) -> list[ManagedProcess]:
+    workers = []
+    for index in range(count):
+        worker = ManagedProcess(
+            f"locust-worker-{index + 1}",
+            worker_command(master_host, master_port),
+            log_dir / f"locust-worker-{index + 1}.log",
+            env=_locust_env(),
+            cwd=PROJECT_ROOT,
+        )
+        worker.start()
+        workers.append(worker)
+    return workers
+
+
+def run_locust(
+    command: LocustCommand, password: str, workers: int, log_dir: Path
+) -> None:
+    """Run locust headless to the end of its shape; workers on loopback if
+    ``workers``. Everything started is stopped by pid before returning."""
+    from harness.ports import free_port
+
+    port = free_port() if workers else 0
+    main = ManagedProcess(
+        "locust",
+        command.headless(expect_workers=workers, port=port),
+        log_dir / "locust.log",
+        env=_locust_env(password),
+        cwd=PROJECT_ROOT,
+    )
+    started: list[ManagedProcess] = []
+    try:
+        main.start()
+        started.append(main)
+        if workers:
+            started += start_workers(workers, "127.0.0.1", port, log_dir)
+        limit = command.profile.duration_s + WORKERS_CONNECT_S + LOCUST_GRACE_S
+        deadline = time.monotonic() + limit
+        while main.running():
+            if time.monotonic() > deadline:
+                raise HarnessError(
+                    f"locust still running {limit:.0f}s after it started; "
+                    f"stopped it. Last lines of its log:\n{main.log_tail()}"
+                )
+            time.sleep(0.5)
+        if main.returncode() != 0:
+            raise main.fail(f"exited with code {main.returncode()}")
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+def run_workers(master_host: str, master_port: int, count: int, log_dir: Path) -> int:
+    """Only workers, for a locust master on another machine; returns when
+    they all ended (the master ends the test) or on Ctrl-C."""
+    workers = start_workers(count, master_host, master_port, log_dir)
+    print(
+        f"{count} locust worker(s) connecting to {master_host}:{master_port}; "
+        f"logs in {log_dir}",
+        flush=True,
+    )
+    try:
+        while any(w.running() for w in workers):
+            time.sleep(1)
+    finally:
+        for worker in workers:
+            worker.stop()
+    failed = [w for w in workers if w.returncode() not in (0, None)]
+    for worker in failed:
+        print(f"{worker.name} exited with {worker.returncode()}:\n{worker.log_tail()}")
+    return 1 if failed else 0
+
+
+class ResourceSampler(threading.Thread):
+    """Samples the master's and salt-api's trees and the fleet, once a second."""
+
+    def __init__(self, master_pid: int, api_pid: int, fleet: Any) -> None:
+        super().__init__(name="load-sampler", daemon=True)
+        self.master_pid = master_pid
+        self.api_pid = api_pid
+        self.fleet = fleet
+        self.samples: list[ResourceSample] = []
+        self._stop_event = threading.Event()
+
+    def _returns(self) -> int:
+        status = self.fleet.status() if self.fleet is not None else None
+        return int(status.get("returns_sent", 0)) if status else 0
+
+    def run(self) -> None:
+        started = last = time.monotonic()
+        cpu = (
+            proctree.cpu_seconds(self.master_pid),
+            proctree.cpu_seconds(self.api_pid),
+        )
+        returns = self._returns()
+        while not self._stop_event.wait(SAMPLE_INTERVAL_S):
+            now = time.monotonic()
+            new_cpu = (
+                proctree.cpu_seconds(self.master_pid),
+                proctree.cpu_seconds(self.api_pid),
+            )
+            new_returns = self._returns()
+            elapsed = max(now - last, 1e-6)
+            self.samples.append(
+                ResourceSample(
+                    t=now - started,
+                    master_cpu_pct=(new_cpu[0] - cpu[0]) / elapsed * 100,
+                    master_rss_mb=sum(proctree.rss_by_role(self.master_pid).values()),
+                    api_cpu_pct=(new_cpu[1] - cpu[1]) / elapsed * 100,
+                    api_rss_mb=sum(proctree.rss_by_role(self.api_pid).values()),
+                    returns_per_s=max(0, new_returns - returns) / elapsed,
+                )
+            )
+            last, cpu, returns = now, new_cpu, new_returns
+
+    def stop(self) -> list[ResourceSample]:
+        self._stop_event.set()
+        self.join(timeout=10)
+        return self.samples
+
+
+def measure_api_cost(stack: Any, submissions: int) -> ApiCost:
+    """``submissions`` ``local_async test.ping`` to one minion through
+    salt-api (one kept-alive HTTP session, one token), then as many
+    ``LocalClient.run_job`` calls; both one after the other."""
+    import requests
+
+    from harness.saltapi import login
+
+    target = stack.fleet.ids[0]
+    credentials = stack.api.credentials
+    low = [{"client": "local_async", "tgt": target, "fun": "test.ping"}]
+    with requests.Session() as session:
+        session.headers.update(
+            {"X-Auth-Token": login(credentials), "Accept": "application/json"}
+        )
+        began = time.perf_counter()
+        for _ in range(submissions):
+            reply = session.post(credentials.url + "/", json=low, timeout=60)
+            reply.raise_for_status()
+        api_s = time.perf_counter() - began
+    with stack.client() as client:
+        began = time.perf_counter()
+        for _ in range(submissions):
+            client.run_job(target, "test.ping")
+        local_s = time.perf_counter() - began
+    return ApiCost(submissions, api_s, local_s)
+
+
+def _limiter_options(variant: str, max_master_jobs: int) -> dict[str, Any]:
+    from harness.ratelimit import RateLimiting
+
+    if variant == "off":
+        return {}
+    return RateLimiting(max_master_jobs=max_master_jobs).master_options()
+
+
+def _stack_settings(settings: LoadSettings, variant: str, logs: Path) -> Any:
+    """The stack of one variant: simulated minions, pillars in PostgreSQL,
+    salt-api; the limiter on or off."""
+    from harness.pillar.variants import FUNCTION_QUERY
+    from harness.saltapi import ApiSettings
+    from harness.stack import StackSettings
+
+    return StackSettings(
+        logs_dir=logs,  # the stack's root is temporary; its logs are kept
+        real_minion=False,
+        simulated_minions=settings.minions,
+        simulated_keys_dir=settings.keys_dir,
+        simulated_config={"processes": settings.processes},
+        ext_pillar=[{"postgres": [{"query": FUNCTION_QUERY, "as_json": True}]}],
+        master_opts=_limiter_options(variant, settings.max_master_jobs),
+        api=ApiSettings(),
+    )
+
+
+def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantRun:
+    """One stack, one locust run, its samples and (optionally) the API cost."""
+    from harness.pillar.generate import generate
+    from harness.pillar.store import store_fleet
+    from harness.stack import Stack
+
+    out_dir = workdir / variant
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with Stack(_stack_settings(settings, variant, out_dir / "logs")) as stack:
+        assert stack.api is not None and stack.master is not None and stack.pg
+        store_fleet(stack.pg, generate(list(stack.fleet.ids)))
+        command = LocustCommand(
+            host=stack.api.url,
+            profile=settings.profile,
+            out_prefix=out_dir / "locust",
+            presence_targets=settings.presence_targets,
+            group_size=settings.group_size,
+            extra=[f"--salt-minions={','.join(stack.fleet.ids)}"],
+        )
+        sampler = ResourceSampler(
+            stack.master.process.pid, stack.api.process.pid, stack.fleet
+        )
+        sampler.start()
+        try:
+            print(f"[{variant}] locust: {settings.profile.describe()}", flush=True)
+            run_locust(
+                command, stack.api.credentials.password, settings.workers, out_dir
+            )
+        finally:
+            samples = sampler.stop()
+        cost = None
+        if settings.submissions:
+            print(
+                f"[{variant}] {settings.submissions} submissions: salt-api vs LocalClient",
+                flush=True,
+            )
+            cost = measure_api_cost(stack, settings.submissions)
+    limiter = (
+        "off"
+        if variant == "off"
+        else f"on (max_master_jobs {settings.max_master_jobs})"
+    )
+    return VariantRun(
+        name=variant,
+        limiter=limiter,
+        locust=read_locust(command.out_prefix),
+        samples=samples,
+        cost=cost,
+        html_report=str(command.out_prefix) + ".html",
+    )
+
+
+def _setup_lines(settings: LoadSettings) -> list[str]:
+    from benchmarks.load import traffic as lf
+
+    return [
+        f"{settings.minions} simulated minions ({settings.processes} evil_minions "
+        "processes), pillars in PostgreSQL (`salt_pillar_rows`), salt-api "
+        "`rest_cherrypy` on loopback without TLS, eauth `sharedsecret`",
+        f"load shape: {settings.profile.describe()}",
+        f"locust: {'one process' if not settings.workers else f'a master and {settings.workers} workers on loopback'}",
+        f"`ConsoleUser` think time {lf.CONSOLE_THINK_S[0]:g}-{lf.CONSOLE_THINK_S[1]:g} s; "
+        f"task weights: presence {lf.WEIGHT_PRESENCE} (test.ping to "
+        f"{settings.presence_targets} minions, timeout {lf.PRESENCE_TIMEOUT_S} s), "
+        f"job lookup {lf.WEIGHT_JOB_LOOKUP}, group job {lf.WEIGHT_JOB_GROUP} "
+        f"({settings.group_size} minions), pillar.items {lf.WEIGHT_PILLAR_ITEMS}, "
+        f"pillar.get {lf.WEIGHT_PILLAR_GET}, runner {lf.WEIGHT_RUNNER}, job to all "
+        f"{lf.WEIGHT_JOB_ALL}; one `EventFollower` reading `/events` for "
+        f"{lf.EVENTS_WINDOW_S:g} s windows",
+        "variants: "
+        + ", ".join(
+            "limiter off"
+            if v == "off"
+            else f"limiter on (max_master_jobs {settings.max_master_jobs}, Salt's other defaults)"
+            for v in settings.variants
+        ),
+    ]
+
+
+def run(settings: LoadSettings) -> Path:
+    """Every variant side by side; the report's path."""
+    workdir = settings.workdir
+    if workdir is None:
+        workdir = WORKDIR_ROOT / settings.name
+        shutil.rmtree(workdir, ignore_errors=True)  # the previous run's output
+    workdir.mkdir(parents=True, exist_ok=True)
+    runs = [run_variant(settings, variant, workdir) for variant in settings.variants]
+    plot = timeline_plot(runs, report.RESULTS / f"{settings.name}-timeline.png")
+    context = ReportContext(
+        title="Load through salt-api: an operator console, rate limiting "
+        + " vs ".join(settings.variants),
+        command=settings.command or default_command(settings),
+        environment=report.environment(),
+        setup=_setup_lines(settings),
+        plot=plot.name,
+    )
+    report.write_data(settings.name, {"settings": settings, "runs": runs})
+    return report.write(settings.name, render(context, runs))
+
+
+def default_command(settings: LoadSettings) -> str:
+    return f"nox -s load -- --name {shlex.quote(settings.name)}"
+
+
+def quoted(argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)
