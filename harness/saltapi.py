@@ -54,6 +54,9 @@ class ApiSettings:
     """What the stack's salt-api looks like; ``port=None`` picks a free one."""
 
     port: int | None = None
+    #: the address salt-api listens on and clients use; another address of
+    #: this machine lets locust workers elsewhere reach it
+    host: str = LOOPBACK
     user: str = DEFAULT_USER
     #: CherryPy worker threads (rest_cherrypy's ``thread_pool``; its default)
     thread_pool: int = 100
@@ -143,7 +146,7 @@ def render_config(
     """The options salt-api and the master need, as a ``master.d`` include."""
     return {
         "rest_cherrypy": {
-            "host": LOOPBACK,
+            "host": settings.host,
             "port": port,
             "disable_ssl": True,
             "thread_pool": settings.thread_pool,
@@ -168,7 +171,7 @@ class SaltApi:
         self.settings = settings
         self.port = port
         self.credentials = ApiCredentials(
-            url=f"http://{LOOPBACK}:{port}",
+            url=f"http://{settings.host}:{port}",
             user=settings.user,
             password=secrets.token_urlsafe(24),
         )
@@ -202,7 +205,7 @@ class SaltApi:
         _require_cherrypy()
         self.process.start()
         self.process.wait_until(
-            lambda: is_listening(self.port),
+            lambda: is_listening(self.port, self.settings.host),
             timeout=START_TIMEOUT,
             what=f"listening on {self.url}",
         )

@@ -95,21 +95,45 @@ def build_parser() -> argparse.ArgumentParser:
         default=50,
         help="minions per group job (default 50)",
     )
-    parser.add_argument(
+    dist = parser.add_argument_group(
+        "distributed locust",
+        "a locust master here with workers here and elsewhere, or only workers",
+    )
+    dist.add_argument(
         "--workers",
         type=non_negative,
         default=0,
-        help="locust worker processes on loopback (0: locust runs alone); with --master-host, the workers to start (default 1 then)",
+        help="locust worker processes on this machine (0: locust runs alone); "
+        "with --master-host: the workers to start (default 1 then)",
     )
-    parser.add_argument(
+    dist.add_argument(
+        "--remote-workers",
+        type=non_negative,
+        default=0,
+        help="workers on other machines the locust master waits for (up to "
+        "10 min); start them there with --master-host",
+    )
+    dist.add_argument(
+        "--bind-host",
+        default="127.0.0.1",
+        help="where the locust master listens for workers (default 127.0.0.1; "
+        "0.0.0.0 for workers on other machines)",
+    )
+    dist.add_argument(
+        "--api-host",
+        default="127.0.0.1",
+        help="the address of this machine salt-api listens on and workers "
+        "use (default 127.0.0.1; another one for workers on other machines)",
+    )
+    dist.add_argument(
         "--master-host",
-        help="only start workers that connect to the locust master on HOST",
+        help="only start workers, for the locust master on HOST",
     )
-    parser.add_argument(
+    dist.add_argument(
         "--master-port",
         type=port,
-        default=5557,
-        help="the locust master's port with --master-host (default 5557)",
+        help="the locust master's port (default: 5557 with --master-host or "
+        "--remote-workers, else a free one)",
     )
     parser.add_argument(
         "--name",
@@ -130,11 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.load import run
 
     try:
+        variants = ("off", "on") if args.variants == "both" else (args.variants,)
         if args.master_host:
             log_dir = args.workdir or Path(".saltfleet") / "logs" / "load-workers"
             log_dir.mkdir(parents=True, exist_ok=True)
             return run.run_workers(
-                args.master_host, args.master_port, args.workers or 1, log_dir.resolve()
+                args.master_host,
+                args.master_port or run.LOCUST_MASTER_PORT,
+                args.workers or 1,
+                len(variants),
+                log_dir.resolve(),
             )
         settings = run.LoadSettings(
             minions=args.minions,
@@ -147,12 +176,18 @@ def main(argv: list[str] | None = None) -> int:
                 args.spike,
                 args.recover,
             ),
-            variants=("off", "on") if args.variants == "both" else (args.variants,),
-            workers=args.workers,
+            variants=variants,
+            workers=run.LocustWorkers(
+                local=args.workers,
+                remote=args.remote_workers,
+                bind_host=args.bind_host,
+                port=args.master_port,
+            ),
             submissions=args.submissions,
             max_master_jobs=args.max_master_jobs,
             presence_targets=args.presence_targets,
             group_size=args.group_size,
+            api_host=args.api_host,
             name=args.name,
             workdir=args.workdir.resolve() if args.workdir else None,
             command="nox -s load -- "

@@ -55,8 +55,47 @@ LOCUST_GRACE_S: Final = 120.0
 SAMPLE_INTERVAL_S: Final = 1.0
 #: locust's output and the daemons' logs, per run, unless a workdir is given
 WORKDIR_ROOT: Final = PROJECT_ROOT / ".saltfleet" / "load"
-#: workers get this long to connect to the locust master
+#: workers on this machine get this long to connect to the locust master
 WORKERS_CONNECT_S: Final = 60
+#: workers on other machines get this long: someone starts them by hand
+REMOTE_WORKERS_CONNECT_S: Final = 600
+
+
+@dataclass(frozen=True)
+class LocustWorkers:
+    """Where locust's users run: in the one locust process (no workers), or
+    in worker processes here and on other machines."""
+
+    local: int = 0
+    #: workers on other machines the locust master waits for
+    remote: int = 0
+    #: where the locust master listens for workers
+    bind_host: str = "127.0.0.1"
+    #: None: a free port, or locust's default when workers come from elsewhere
+    port: int | None = None
+
+    @property
+    def expected(self) -> int:
+        return self.local + self.remote
+
+    @property
+    def connect_s(self) -> int:
+        return REMOTE_WORKERS_CONNECT_S if self.remote else WORKERS_CONNECT_S
+
+    def master_port(self) -> int:
+        from harness.ports import free_port
+
+        if self.port is not None:
+            return self.port
+        return LOCUST_MASTER_PORT if self.remote else free_port()
+
+    def describe(self) -> str:
+        if not self.expected:
+            return "one process"
+        where = f"{self.local} worker(s) on loopback"
+        if self.remote:
+            where += f" and {self.remote} on other machines"
+        return f"a locust master and {where}"
 
 
 @dataclass(frozen=True)
@@ -68,14 +107,15 @@ class LoadSettings:
     processes: int = 2
     profile: LoadProfile = field(default_factory=LoadProfile)
     variants: tuple[str, ...] = ("off", "on")
-    #: locust worker processes on loopback; 0: locust runs as one process
-    workers: int = 0
+    workers: LocustWorkers = field(default_factory=LocustWorkers)
     #: async-job submissions for the salt-api vs LocalClient comparison; 0: skip
     submissions: int = 200
     #: rate_limiting:max_master_jobs of the limiter-on master
     max_master_jobs: int = 2000
     presence_targets: int = 10
     group_size: int = 50
+    #: where salt-api listens: another address of this machine for workers elsewhere
+    api_host: str = "127.0.0.1"
     #: report file name (without .md) in benchmarks/results/
     name: str = "load"
     workdir: Path | None = None
@@ -109,9 +149,11 @@ class LocustCommand:
             f"--load-recover={p.recover_s}",
         ]
 
-    def headless(self, *, expect_workers: int = 0, port: int = 0) -> list[str]:
+    def headless(
+        self, workers: LocustWorkers | None = None, port: int = 0
+    ) -> list[str]:
         """The locust that runs the shape and writes CSVs and HTML; a master
-        waiting for ``expect_workers`` workers on ``port`` if any."""
+        listening on ``port`` for ``workers``, if any."""
         argv = [
             *self._base(),
             "--host",
@@ -130,13 +172,13 @@ class LocustCommand:
             f"--group-size={self.group_size}",
             *self._profile_args(),
         ]
-        if expect_workers:
+        if workers is not None and workers.expected:
             argv += [
                 "--master",
-                "--master-bind-host=127.0.0.1",
+                f"--master-bind-host={workers.bind_host}",
                 f"--master-bind-port={port}",
-                f"--expect-workers={expect_workers}",
-                f"--expect-workers-max-wait={WORKERS_CONNECT_S}",
+                f"--expect-workers={workers.expected}",
+                f"--expect-workers-max-wait={workers.connect_s}",
             ]
         return argv + self.extra
 
@@ -181,16 +223,14 @@ def start_workers(
 
 
 def run_locust(
-    command: LocustCommand, password: str, workers: int, log_dir: Path
+    command: LocustCommand, password: str, workers: LocustWorkers, log_dir: Path
 ) -> None:
-    """Run locust headless to the end of its shape; workers on loopback if
-    ``workers``. Everything started is stopped by pid before returning."""
-    from harness.ports import free_port
-
-    port = free_port() if workers else 0
+    """Run locust headless to the end of its shape, with ``workers``. Every
+    process started here is stopped by pid before returning."""
+    port = workers.master_port() if workers.expected else 0
     main = ManagedProcess(
         "locust",
-        command.headless(expect_workers=workers, port=port),
+        command.headless(workers, port),
         log_dir / "locust.log",
         env=_locust_env(password),
         cwd=PROJECT_ROOT,
@@ -199,9 +239,9 @@ def run_locust(
     try:
         main.start()
         started.append(main)
-        if workers:
-            started += start_workers(workers, "127.0.0.1", port, log_dir)
-        limit = command.profile.duration_s + WORKERS_CONNECT_S + LOCUST_GRACE_S
+        if workers.local:
+            started += start_workers(workers.local, "127.0.0.1", port, log_dir)
+        limit = command.profile.duration_s + workers.connect_s + LOCUST_GRACE_S
         deadline = time.monotonic() + limit
         while main.running():
             if time.monotonic() > deadline:
@@ -217,25 +257,33 @@ def run_locust(
             process.stop()
 
 
-def run_workers(master_host: str, master_port: int, count: int, log_dir: Path) -> int:
-    """Only workers, for a locust master on another machine; returns when
-    they all ended (the master ends the test) or on Ctrl-C."""
-    workers = start_workers(count, master_host, master_port, log_dir)
-    print(
-        f"{count} locust worker(s) connecting to {master_host}:{master_port}; "
-        f"logs in {log_dir}",
-        flush=True,
-    )
-    try:
-        while any(w.running() for w in workers):
-            time.sleep(1)
-    finally:
-        for worker in workers:
-            worker.stop()
-    failed = [w for w in workers if w.returncode() not in (0, None)]
-    for worker in failed:
-        print(f"{worker.name} exited with {worker.returncode()}:\n{worker.log_tail()}")
-    return 1 if failed else 0
+def run_workers(
+    master_host: str, master_port: int, count: int, rounds: int, log_dir: Path
+) -> int:
+    """Only workers, for a locust master on another machine: ``count``
+    workers for each of ``rounds`` locust runs (one per variant; a worker
+    ends with its run). 0 once all rounds ended well, else 1."""
+    for round_ in range(1, rounds + 1):
+        workers = start_workers(count, master_host, master_port, log_dir)
+        print(
+            f"run {round_}/{rounds}: {count} locust worker(s) for the locust "
+            f"master at {master_host}:{master_port}; logs in {log_dir}",
+            flush=True,
+        )
+        try:
+            while any(w.running() for w in workers):
+                time.sleep(1)
+        finally:
+            for worker in workers:
+                worker.stop()
+        failed = [w for w in workers if w.returncode() != 0]
+        for worker in failed:
+            print(
+                f"{worker.name} exited with {worker.returncode()}:\n{worker.log_tail()}"
+            )
+        if failed:
+            return 1
+    return 0
 
 
 class ResourceSampler(threading.Thread):
@@ -337,7 +385,7 @@ def _stack_settings(settings: LoadSettings, variant: str, logs: Path) -> Any:
         simulated_config={"processes": settings.processes},
         ext_pillar=[{"postgres": [{"query": FUNCTION_QUERY, "as_json": True}]}],
         master_opts=_limiter_options(variant, settings.max_master_jobs),
-        api=ApiSettings(),
+        api=ApiSettings(host=settings.api_host),
     )
 
 
@@ -401,7 +449,7 @@ def _setup_lines(settings: LoadSettings) -> list[str]:
         "processes), pillars in PostgreSQL (`salt_pillar_rows`), salt-api "
         "`rest_cherrypy` on loopback without TLS, eauth `sharedsecret`",
         f"load shape: {settings.profile.describe()}",
-        f"locust: {'one process' if not settings.workers else f'a master and {settings.workers} workers on loopback'}",
+        f"locust: {settings.workers.describe()}",
         f"`ConsoleUser` think time {lf.CONSOLE_THINK_S[0]:g}-{lf.CONSOLE_THINK_S[1]:g} s; "
         f"task weights: presence {lf.WEIGHT_PRESENCE} (test.ping to "
         f"{settings.presence_targets} minions, timeout {lf.PRESENCE_TIMEOUT_S} s), "

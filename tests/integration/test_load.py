@@ -63,7 +63,14 @@ def test_a_short_headless_run_writes_csv_and_report(tmp_path, results):
 
 
 def test_distributed_mode_one_worker_connects_and_reports(tmp_path, results):
-    path = run.run(_settings(tmp_path, workers=1, submissions=0, variants=("on",)))
+    path = run.run(
+        _settings(
+            tmp_path,
+            workers=run.LocustWorkers(local=1),
+            submissions=0,
+            variants=("on",),
+        )
+    )
     out = tmp_path / "work" / "on"
     master_log = (out / "locust.log").read_text()
     assert "1 workers connected" in master_log
@@ -84,5 +91,54 @@ def test_a_locust_that_cannot_start_is_reported_with_its_log(tmp_path):
         extra=["--no-such-option"],
     )
     with pytest.raises(run.HarnessError, match="locust exited with code") as failed:
-        run.run_locust(command, "secret", workers=1, log_dir=tmp_path)
+        run.run_locust(command, "secret", run.LocustWorkers(local=1), tmp_path)
     assert "no-such-option" in str(failed.value)
+
+
+def test_workers_only_serve_a_locust_master_elsewhere(tmp_path):
+    """``--master-host``: workers alone, for a locust master started apart
+    (here on loopback, against a salt-api that is not there: every request
+    fails, and is counted as a connection failure)."""
+    import subprocess
+    import sys
+
+    from harness.ports import free_port
+    from harness.processes import ManagedProcess
+    from tests.conftest import PROJECT_ROOT
+
+    port = free_port()
+    command = run.LocustCommand(
+        host="http://127.0.0.1:9",
+        profile=LoadProfile(
+            users=2, spike_users=2, ramp_s=0, steady_s=3, spike_s=0, recover_s=0
+        ),
+        out_prefix=tmp_path / "locust",
+    )
+    master = ManagedProcess(
+        "locust",
+        command.headless(run.LocustWorkers(remote=1, port=port), port),
+        tmp_path / "locust.log",
+        cwd=PROJECT_ROOT,
+    )
+    master.start()
+    try:
+        workers = subprocess.run(
+            [
+                *(sys.executable, "-m", "benchmarks.load"),
+                *("--master-host", "127.0.0.1", "--master-port", str(port)),
+                *("--variants", "off", "--workdir", str(tmp_path / "workers")),
+            ],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        master.wait_until(lambda: not master.running(), timeout=60, what="its end")
+    except Exception:
+        master.stop()
+        raise
+    assert workers.returncode == 0, workers.stdout + workers.stderr
+    assert "run 1/1: 1 locust worker(s)" in workers.stdout
+    locust = run.read_locust(tmp_path / "locust")
+    assert locust.total is not None and locust.total.failures > 0
+    assert set(locust.failures) == {"connection"}

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.load.run import LocustCommand, worker_command
+from benchmarks.load.run import (
+    REMOTE_WORKERS_CONNECT_S,
+    LocustCommand,
+    LocustWorkers,
+    worker_command,
+)
 from benchmarks.load.shape import LoadProfile
 from benchmarks.load.summary import (
     ApiCost,
@@ -178,9 +183,26 @@ def test_locust_command_lines(tmp_path):
     assert "--run-time=18s" in alone  # the shape's 8 s and a margin
     assert "--load-spike-users=5" in alone
     assert not any(a.startswith("--master") for a in alone)
-    master = command.headless(expect_workers=2, port=5599)
-    assert "--master" in master and "--expect-workers=2" in master
-    assert "--master-bind-port=5599" in master
+    master = command.headless(
+        LocustWorkers(local=1, remote=2, bind_host="0.0.0.0"), 5599
+    )
+    assert "--master" in master and "--expect-workers=3" in master
+    assert (
+        "--master-bind-port=5599" in master and "--master-bind-host=0.0.0.0" in master
+    )
+    # someone starts the remote workers by hand: the master waits longer
+    assert f"--expect-workers-max-wait={REMOTE_WORKERS_CONNECT_S}" in master
     worker = worker_command("10.0.0.5", 5599)
     assert "--worker" in worker and "--master-host=10.0.0.5" in worker
     assert "--headless" not in worker
+
+
+def test_where_the_locust_master_listens():
+    assert LocustWorkers().describe() == "one process"
+    assert (
+        LocustWorkers(remote=2).master_port() == 5557
+    )  # what workers elsewhere expect
+    assert LocustWorkers(local=2, port=6000).master_port() == 6000
+    assert LocustWorkers(local=1, remote=2).describe() == (
+        "a locust master and 1 worker(s) on loopback and 2 on other machines"
+    )
