@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="rate_limiting:max_master_jobs when on (default 2000, Salt's)",
     )
     parser.add_argument(
+        "--max-queue",
+        type=positive,
+        default=10000,
+        help="rate_limiting:max_queue when on (default 10000, Salt's); a small "
+        "one shows how the console meets an overloaded master",
+    )
+    parser.add_argument(
         "--submissions",
         type=non_negative,
         default=200,
@@ -185,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             submissions=args.submissions,
             max_master_jobs=args.max_master_jobs,
+            max_queue=args.max_queue,
             presence_targets=args.presence_targets,
             group_size=args.group_size,
             api_host=args.api_host,

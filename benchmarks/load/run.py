@@ -112,6 +112,8 @@ class LoadSettings:
     submissions: int = 200
     #: rate_limiting:max_master_jobs of the limiter-on master
     max_master_jobs: int = 2000
+    #: rate_limiting:max_queue of the limiter-on master (Salt's default)
+    max_queue: int = 10000
     presence_targets: int = 10
     group_size: int = 50
     #: where salt-api listens: another address of this machine for workers elsewhere
@@ -362,12 +364,15 @@ def measure_api_cost(stack: Any, submissions: int) -> ApiCost:
     return ApiCost(submissions, api_s, local_s)
 
 
-def _limiter_options(variant: str, max_master_jobs: int) -> dict[str, Any]:
+def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
     from harness.ratelimit import RateLimiting
 
     if variant == "off":
         return {}
-    return RateLimiting(max_master_jobs=max_master_jobs).master_options()
+    limits = RateLimiting(
+        max_master_jobs=settings.max_master_jobs, max_queue=settings.max_queue
+    )
+    return limits.master_options()
 
 
 def _stack_settings(settings: LoadSettings, variant: str, logs: Path) -> Any:
@@ -384,7 +389,7 @@ def _stack_settings(settings: LoadSettings, variant: str, logs: Path) -> Any:
         simulated_keys_dir=settings.keys_dir,
         simulated_config={"processes": settings.processes},
         ext_pillar=[{"postgres": [{"query": FUNCTION_QUERY, "as_json": True}]}],
-        master_opts=_limiter_options(variant, settings.max_master_jobs),
+        master_opts=_limiter_options(settings, variant),
         api=ApiSettings(host=settings.api_host),
     )
 
@@ -426,11 +431,7 @@ def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantR
                 flush=True,
             )
             cost = measure_api_cost(stack, settings.submissions)
-    limiter = (
-        "off"
-        if variant == "off"
-        else f"on (max_master_jobs {settings.max_master_jobs})"
-    )
+    limiter = "off" if variant == "off" else f"on ({_limits(settings)})"
     return VariantRun(
         name=variant,
         limiter=limiter,
@@ -439,6 +440,10 @@ def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantR
         cost=cost,
         html_report=str(command.out_prefix) + ".html",
     )
+
+
+def _limits(settings: LoadSettings) -> str:
+    return f"max_master_jobs {settings.max_master_jobs}, max_queue {settings.max_queue}"
 
 
 def _setup_lines(settings: LoadSettings) -> list[str]:
@@ -462,7 +467,7 @@ def _setup_lines(settings: LoadSettings) -> list[str]:
         + ", ".join(
             "limiter off"
             if v == "off"
-            else f"limiter on (max_master_jobs {settings.max_master_jobs}, Salt's other defaults)"
+            else f"limiter on ({_limits(settings)}, Salt's other defaults)"
             for v in settings.variants
         ),
     ]

@@ -324,29 +324,37 @@ def timeline_plot(runs: Sequence[VariantRun], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(4, 1, figsize=(9, 11), dpi=100, sharex=True)
-    for run in runs:
+    for index, run in enumerate(runs):
+        color = f"C{index}"  # one colour per variant in every panel
         h = run.locust.history
         start = h[0].t if h else 0.0
+        seconds = [p.t - start for p in h]
         axes[0].plot(
-            [p.t - start for p in h], [p.rps for p in h], label=f"{run.name} req/s"
+            seconds, [p.rps for p in h], color=color, label=f"{run.name} req/s"
         )
         axes[0].plot(
-            [p.t - start for p in h],
-            [p.users for p in h],
-            "--",
-            label=f"{run.name} users",
+            seconds, [p.users for p in h], "--", color=color, label=f"{run.name} users"
         )
         axes[1].plot(
-            [p.t - start for p in h], [p.failures_per_s for p in h], label=run.name
+            seconds, [p.failures_per_s for p in h], color=color, label=run.name
         )
         ts = [s.t for s in run.samples]
         axes[2].plot(
-            ts, [s.master_cpu_pct for s in run.samples], label=f"{run.name} master"
+            ts,
+            [s.master_cpu_pct for s in run.samples],
+            color=color,
+            label=f"{run.name} master",
         )
         axes[2].plot(
-            ts, [s.api_cpu_pct for s in run.samples], ":", label=f"{run.name} salt-api"
+            ts,
+            [s.api_cpu_pct for s in run.samples],
+            ":",
+            color=color,
+            label=f"{run.name} salt-api",
         )
-        axes[3].plot(ts, [s.returns_per_s for s in run.samples], label=run.name)
+        axes[3].plot(
+            ts, [s.returns_per_s for s in run.samples], color=color, label=run.name
+        )
     titles = [
         "requests/s and users",
         "failures/s",
