@@ -98,7 +98,8 @@ def export_patches(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The patches' tests and upstream's tests of touched areas, then ours."""
-    _install(session, "test")
+    # bench: the reports' plots; load: locust and CherryPy (salt-api) for test_load/test_saltapi
+    _install(session, "test", "bench", "load")
     upstream_paths = session.run(
         "python",
         "-c",
