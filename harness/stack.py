@@ -340,6 +340,7 @@ def fleet_stack(
     logs_dir: Path | None = None,
     pillar_files: Mapping[str, str] | None = None,
     dsn: str | None = None,
+    api: ApiSettings | None = None,
 ) -> Stack:
     """A stack of ``minions`` simulated minions and no real one, not started.
 
@@ -348,7 +349,8 @@ def fleet_stack(
     ``processes=P`` needs ``count >= P`` itself too) and its keys live in the
     harness's key cache unless it names a ``keys_dir``. ``pillar_files`` are
     written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
-    points the master at an existing PostgreSQL instead of an embedded one.
+    points the master at an existing PostgreSQL instead of an embedded one;
+    ``api`` adds salt-api beside the master.
 
     .. code-block:: python
 
@@ -369,5 +371,6 @@ def fleet_stack(
             master_opts=dict(master_opts or {}),
             pillar_files=dict(pillar_files or {}),
             logs_dir=logs_dir,
+            api=api,
         )
     )

@@ -24,12 +24,13 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
 from benchmarks.load.shape import LoadProfile
@@ -45,6 +46,10 @@ from benchmarks.load.summary import (
 from benchmarks.load.traffic import PASSWORD_ENV
 from harness.errors import HarnessError
 from harness.processes import ManagedProcess
+
+if TYPE_CHECKING:
+    from harness.fleet import SimulatedFleet
+    from harness.stack import Stack
 
 PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]
 LOCUSTFILE: Final = Path(__file__).resolve().parent / "locustfile.py"
@@ -291,7 +296,9 @@ def run_workers(
 class ResourceSampler(threading.Thread):
     """Samples the master's and salt-api's trees and the fleet, once a second."""
 
-    def __init__(self, master_pid: int, api_pid: int, fleet: Any) -> None:
+    def __init__(
+        self, master_pid: int, api_pid: int, fleet: SimulatedFleet | None
+    ) -> None:
         super().__init__(name="load-sampler", daemon=True)
         self.master_pid = master_pid
         self.api_pid = api_pid
@@ -301,7 +308,8 @@ class ResourceSampler(threading.Thread):
 
     def _returns(self) -> int:
         status = self.fleet.status() if self.fleet is not None else None
-        return int(status.get("returns_sent", 0)) if status else 0
+        sent = status.get("returns_sent") if status else None
+        return sent if isinstance(sent, int) else 0
 
     def run(self) -> None:
         started = last = time.monotonic()
@@ -336,7 +344,7 @@ class ResourceSampler(threading.Thread):
         return self.samples
 
 
-def measure_api_cost(stack: Any, submissions: int) -> ApiCost:
+def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
     """``submissions`` ``local_async test.ping`` to one minion through
     salt-api (one kept-alive HTTP session, one token), then as many
     ``LocalClient.run_job`` calls; both one after the other."""
@@ -344,6 +352,7 @@ def measure_api_cost(stack: Any, submissions: int) -> ApiCost:
 
     from harness.saltapi import login
 
+    assert stack.fleet is not None and stack.api is not None
     target = stack.fleet.ids[0]
     credentials = stack.api.credentials
     low = [{"client": "local_async", "tgt": target, "fun": "test.ping"}]
@@ -375,66 +384,79 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
     return limits.master_options()
 
 
-def _stack_settings(settings: LoadSettings, variant: str, logs: Path) -> Any:
-    """The stack of one variant: simulated minions, pillars in PostgreSQL,
-    salt-api; the limiter on or off."""
+def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> Stack:
+    """The stack of one variant in ``root``: simulated minions, pillars in
+    PostgreSQL, salt-api; the limiter on or off. Its logs are kept in
+    ``out_dir/logs``."""
+    from harness.fleet import FleetConfig
     from harness.pillar.variants import FUNCTION_QUERY
     from harness.saltapi import ApiSettings
-    from harness.stack import StackSettings
+    from harness.stack import fleet_stack
 
-    return StackSettings(
-        logs_dir=logs,  # the stack's root is temporary; its logs are kept
-        real_minion=False,
-        simulated_minions=settings.minions,
-        simulated_keys_dir=settings.keys_dir,
-        simulated_config={"processes": settings.processes},
+    fleet = FleetConfig(processes=settings.processes)
+    if settings.keys_dir is not None:
+        fleet = replace(fleet, keys_dir=str(settings.keys_dir))
+    return fleet_stack(
+        settings.minions,
+        root=root,
+        fleet=fleet,
         ext_pillar=[{"postgres": [{"query": FUNCTION_QUERY, "as_json": True}]}],
         master_opts=_limiter_options(settings, variant),
+        logs_dir=out_dir / "logs",
         api=ApiSettings(host=settings.api_host),
     )
 
 
 def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantRun:
     """One stack, one locust run, its samples and (optionally) the API cost."""
-    from harness.pillar.generate import generate
-    from harness.pillar.store import store_fleet
-    from harness.stack import Stack
-
     out_dir = workdir / variant
     out_dir.mkdir(parents=True, exist_ok=True)
-    with Stack(_stack_settings(settings, variant, out_dir / "logs")) as stack:
-        assert stack.api is not None and stack.master is not None and stack.pg
-        store_fleet(stack.pg, generate(list(stack.fleet.ids)))
-        command = LocustCommand(
-            host=stack.api.url,
-            profile=settings.profile,
-            out_prefix=out_dir / "locust",
-            presence_targets=settings.presence_targets,
-            group_size=settings.group_size,
-            extra=[f"--salt-minions={','.join(stack.fleet.ids)}"],
+    # short: the master's unix sockets live under it (107 bytes at most)
+    root = Path(tempfile.mkdtemp(prefix="saltfleet-load-"))
+    root.chmod(0o755)  # an unprivileged PostgreSQL must enter it
+    try:
+        with _stack(settings, variant, root, out_dir) as stack:
+            return _load(stack, settings, variant, out_dir)
+    finally:
+        # PostgreSQL's data and the master's keys; the logs are in out_dir
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _load(
+    stack: Stack, settings: LoadSettings, variant: str, out_dir: Path
+) -> VariantRun:
+    from harness.pillar.generate import generate
+    from harness.pillar.store import store_fleet
+
+    assert stack.api and stack.master and stack.pg and stack.fleet
+    store_fleet(stack.pg, generate(list(stack.fleet.ids)))
+    command = LocustCommand(
+        host=stack.api.url,
+        profile=settings.profile,
+        out_prefix=out_dir / "locust",
+        presence_targets=settings.presence_targets,
+        group_size=settings.group_size,
+        extra=[f"--salt-minions={','.join(stack.fleet.ids)}"],
+    )
+    sampler = ResourceSampler(
+        stack.master.process.pid, stack.api.process.pid, stack.fleet
+    )
+    sampler.start()
+    try:
+        print(f"[{variant}] locust: {settings.profile.describe()}", flush=True)
+        run_locust(command, stack.api.credentials.password, settings.workers, out_dir)
+    finally:
+        samples = sampler.stop()
+    cost = None
+    if settings.submissions:
+        print(
+            f"[{variant}] {settings.submissions} submissions: salt-api vs LocalClient",
+            flush=True,
         )
-        sampler = ResourceSampler(
-            stack.master.process.pid, stack.api.process.pid, stack.fleet
-        )
-        sampler.start()
-        try:
-            print(f"[{variant}] locust: {settings.profile.describe()}", flush=True)
-            run_locust(
-                command, stack.api.credentials.password, settings.workers, out_dir
-            )
-        finally:
-            samples = sampler.stop()
-        cost = None
-        if settings.submissions:
-            print(
-                f"[{variant}] {settings.submissions} submissions: salt-api vs LocalClient",
-                flush=True,
-            )
-            cost = measure_api_cost(stack, settings.submissions)
-    limiter = "off" if variant == "off" else f"on ({_limits(settings)})"
+        cost = measure_api_cost(stack, settings.submissions)
     return VariantRun(
         name=variant,
-        limiter=limiter,
+        limiter="off" if variant == "off" else f"on ({_limits(settings)})",
         locust=read_locust(command.out_prefix),
         samples=samples,
         cost=cost,

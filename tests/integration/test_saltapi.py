@@ -10,7 +10,7 @@ import pytest
 from harness.ports import LOOPBACK, PortInUseError
 from harness.ratelimit import RateLimiting
 from harness.saltapi import ApiError, ApiSettings, LoginError, api_request, login
-from harness.stack import Stack, StackSettings
+from harness.stack import Stack, StackSettings, fleet_stack
 from tests.conftest import alive
 
 pytestmark = pytest.mark.integration
@@ -20,13 +20,9 @@ MINIONS = 3
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
-    settings = StackSettings(
-        root=open_tmp_module / "stack",
-        real_minion=False,
-        simulated_minions=MINIONS,
-        api=ApiSettings(),
-    )
-    with Stack(settings) as running:
+    with fleet_stack(
+        MINIONS, root=open_tmp_module / "stack", api=ApiSettings()
+    ) as running:
         yield running
 
 
@@ -95,17 +91,16 @@ def test_a_taken_api_port_is_refused_before_anything_starts(open_tmp) -> None:
 def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
     """What rest_cherrypy returns when the rate limiter's queue is full."""
     limits = RateLimiting(max_master_jobs=MINIONS + 2, max_minion_jobs=2, max_queue=1)
-    settings = StackSettings(
+    stack = fleet_stack(
+        MINIONS,
         root=open_tmp / "stack",
-        real_minion=False,
-        simulated_minions=MINIONS,
         master_opts=limits.master_options(),
         api=ApiSettings(),
     )
     # each job takes MINIONS of the MINIONS + 2 points: the first runs, the
     # second waits at the head of the queue, the third is over max_queue
     sleep = {"client": "local_async", "tgt": "*", "fun": "test.sleep", "arg": [20]}
-    with Stack(settings) as stack:
+    with stack:
         first, second = _run(stack, [sleep]), _run(stack, [sleep])
         with pytest.raises(ApiError) as refused:
             _run(stack, [sleep])
