@@ -2,26 +2,23 @@
 
 Without ``--master-host``: start a stack per variant (simulated minions,
 salt-api, rate limiting off and on), run locust headless against it (alone,
-or a locust master and ``--workers`` workers on loopback), write the report
-to benchmarks/results/NAME.md. With ``--master-host``: start only
-``--workers`` locust workers that connect to a locust master on that host.
+or a locust master with ``--workers`` workers here and ``--remote-workers``
+elsewhere), write the report to benchmarks/results/NAME.md. With
+``--master-host``: start only ``--workers`` locust workers for the locust
+master on that host, once per variant (give both machines the same
+``--variants``).
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from benchmarks.load.shape import LoadProfile
 from harness.argtypes import non_negative, port, positive
-from harness.errors import HarnessError
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # unwind: every stack and locust process is stopped
+from harness.entrypoint import run_harness_cli
 
 
 def _seconds(value: str) -> float:
@@ -155,59 +152,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; errors are one ``error:`` line and exit 2, Ctrl-C
+    or SIGTERM stop everything started and exit 130."""
+    return run_harness_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
     from benchmarks.load import run
 
-    try:
-        variants = ("off", "on") if args.variants == "both" else (args.variants,)
-        if args.master_host:
-            log_dir = args.workdir or Path(".saltfleet") / "logs" / "load-workers"
-            log_dir.mkdir(parents=True, exist_ok=True)
-            return run.run_workers(
-                args.master_host,
-                args.master_port or run.LOCUST_MASTER_PORT,
-                args.workers or 1,
-                len(variants),
-                log_dir.resolve(),
-            )
-        settings = run.LoadSettings(
-            minions=args.minions,
-            processes=args.processes,
-            profile=LoadProfile(
-                args.users,
-                args.spike_users,
-                args.ramp,
-                args.steady,
-                args.spike,
-                args.recover,
-            ),
-            variants=variants,
-            workers=run.LocustWorkers(
-                local=args.workers,
-                remote=args.remote_workers,
-                bind_host=args.bind_host,
-                port=args.master_port,
-            ),
-            submissions=args.submissions,
-            max_master_jobs=args.max_master_jobs,
-            max_queue=args.max_queue,
-            presence_targets=args.presence_targets,
-            group_size=args.group_size,
-            api_host=args.api_host,
-            name=args.name,
-            workdir=args.workdir.resolve() if args.workdir else None,
-            command="nox -s load -- "
-            + run.quoted(sys.argv[1:] if argv is None else argv),
+    variants = ("off", "on") if args.variants == "both" else (args.variants,)
+    if args.master_host:
+        log_dir = args.workdir or Path(".saltfleet") / "logs" / "load-workers"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        return run.run_workers(
+            args.master_host,
+            args.master_port or run.LOCUST_MASTER_PORT,
+            args.workers or 1,
+            len(variants),
+            log_dir.resolve(),
         )
-        path = run.run(settings)
-    except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; everything started was stopped", file=sys.stderr)
-        return 130
+    settings = run.LoadSettings(
+        minions=args.minions,
+        processes=args.processes,
+        profile=LoadProfile(
+            args.users,
+            args.spike_users,
+            args.ramp,
+            args.steady,
+            args.spike,
+            args.recover,
+        ),
+        variants=variants,
+        workers=run.LocustWorkers(
+            local=args.workers,
+            remote=args.remote_workers,
+            bind_host=args.bind_host,
+            port=args.master_port,
+        ),
+        submissions=args.submissions,
+        max_master_jobs=args.max_master_jobs,
+        max_queue=args.max_queue,
+        presence_targets=args.presence_targets,
+        group_size=args.group_size,
+        api_host=args.api_host,
+        name=args.name,
+        workdir=args.workdir.resolve() if args.workdir else None,
+        command="nox -s load -- " + run.quoted(sys.argv[1:] if argv is None else argv),
+    )
+    path = run.run(settings)
     print(path.read_text())
     print(f"report: {path}")
     return 0
