@@ -76,8 +76,10 @@ def test_distributed_mode_one_worker_connects_and_reports(tmp_path, results):
     assert "1 workers connected" in master_log
     assert (out / "locust-worker-1.log").is_file()
     locust = run.read_locust(out / "locust")
-    # the master runs no users itself: every request came from the worker
+    # the master runs no users itself: every request came from the worker,
+    # which got salt-api's password from the master (no auth failures)
     assert locust.total is not None and locust.total.requests > 0
+    assert locust.failures == {}
     assert "| on |" in path.read_text()
 
 

@@ -9,7 +9,14 @@ import pytest
 
 from harness.ports import LOOPBACK, PortInUseError
 from harness.ratelimit import RateLimiting
-from harness.saltapi import ApiError, ApiSettings, LoginError, api_request, login
+from harness.saltapi import (
+    ApiCredentials,
+    ApiError,
+    ApiSettings,
+    LoginError,
+    api_request,
+    login,
+)
 from harness.stack import Stack, StackSettings, fleet_stack
 from tests.conftest import alive
 
@@ -107,3 +114,19 @@ def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
     assert all(isinstance(r[0], dict) and r[0].get("jid") for r in (first, second))
     assert refused.value.status == 503
     assert "overloaded" in str(refused.value).lower(), refused.value.body
+
+
+def test_up_api_prints_the_url_and_credentials_that_log_in(open_tmp, cli) -> None:
+    root = open_tmp / "stack"
+    up = cli("up", "--root", str(root), "--no-minion", "--api")
+    try:
+        assert up.returncode == 0, up.stderr
+        line = next(x for x in up.stdout.splitlines() if x.startswith("salt-api: "))
+        _, url, _, user, _, password, _, eauth = line.split()
+        credentials = ApiCredentials(url=url, user=user, password=password, eauth=eauth)
+        assert login(credentials)
+        status = cli("status", "--root", str(root))
+        assert f"salt-api: {url}" in status.stdout
+    finally:
+        down = cli("down", "--root", str(root))
+    assert down.returncode == 0, down.stderr
