@@ -74,6 +74,7 @@ class ApiCredentials:
     eauth: str = EAUTH
 
     def login_body(self) -> dict[str, str]:
+        """The JSON body of ``POST /login``."""
         return {"username": self.user, "password": self.password, "eauth": self.eauth}
 
 
@@ -183,10 +184,12 @@ class SaltApi:
 
     @property
     def url(self) -> str:
+        """Where salt-api answers, ``http://HOST:PORT``."""
         return self.credentials.url
 
     @property
     def log_file(self) -> Path:
+        """The log salt-api writes itself (``api_logfile``)."""
         return self.master.root / "log" / "api.log"
 
     def configure(self) -> Path:
@@ -223,6 +226,7 @@ class SaltApi:
         self.process.remember_descendants()
 
     def stop(self) -> None:
+        """Stop salt-api and its processes by pid."""
         self.process.stop()
 
 

@@ -17,23 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.load.shape import LoadProfile
-from harness.argtypes import non_negative, port, positive
+from harness.argtypes import non_negative, port, positive, seconds
 from harness.entrypoint import run_harness_cli
 
 
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of seconds: {value!r}"
-        ) from None
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {seconds:g}")
-    return seconds
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m benchmarks.load``."""
     d = LoadProfile()
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.load", description=__doc__
@@ -54,10 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, kind, default, text in (
         ("--users", positive, d.users, "console users, steady"),
         ("--spike-users", positive, d.spike_users, "users during the spike"),
-        ("--ramp", _seconds, d.ramp_s, "seconds of the ramp to --users"),
-        ("--steady", _seconds, d.steady_s, "seconds at --users"),
-        ("--spike", _seconds, d.spike_s, "seconds at --spike-users"),
-        ("--recover", _seconds, d.recover_s, "seconds back at --users"),
+        ("--ramp", seconds, d.ramp_s, "seconds of the ramp to --users"),
+        ("--steady", seconds, d.steady_s, "seconds at --users"),
+        ("--spike", seconds, d.spike_s, "seconds at --spike-users"),
+        ("--recover", seconds, d.recover_s, "seconds back at --users"),
     ):
         parser.add_argument(
             flag, type=kind, default=default, help=f"{text} (default {default:g})"

@@ -35,6 +35,8 @@ _TIMEOUT_ERRORS = ("timeout", "timed out")
 
 
 class FailureKind(enum.Enum):
+    """The kinds of failed request; the module docstring says what each means."""
+
     OVERLOADED = "overloaded"
     UNAVAILABLE = "unavailable"
     TIMEOUT = "timeout"

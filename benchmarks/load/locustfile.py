@@ -113,6 +113,7 @@ class ConsoleShape(LoadTestShape):
     """Ramp, steady, spike, recovery; then the run ends."""
 
     def tick(self) -> tuple[int, float] | None:
+        """Users and spawn rate of the current phase; None ends the run."""
         assert self.runner is not None
         phase = profile_from(self.runner.environment.parsed_options).at(
             self.get_run_time()
@@ -132,12 +133,15 @@ class SaltApiUser(HttpUser):
 
     @property
     def options(self) -> Any:
+        """Locust's parsed options, the ``--salt-*`` and ``--load-*`` ones included."""
         return self.environment.parsed_options
 
     def on_start(self) -> None:
+        """Log in once; the token is reused until a ``401``."""
         self.login()
 
     def login(self) -> None:
+        """``POST /login`` with the eauth credentials; keep the token."""
         body = {
             "username": self.options.salt_user,
             "password": self.options.salt_password,
@@ -228,6 +232,7 @@ class SaltApiUser(HttpUser):
         return _fleet
 
     def sample(self, size: int) -> list[str]:
+        """``size`` minions picked at random from the fleet."""
         ids = self.fleet()
         return random.sample(ids, min(size, len(ids)))
 
@@ -238,11 +243,13 @@ class ConsoleUser(SaltApiUser):
     wait_time = between(*CONSOLE_THINK_S)
 
     def on_start(self) -> None:
+        """Log in and start with an empty recent-jobs list."""
         super().on_start()
         self.recent_jobs: collections.deque[str] = collections.deque(maxlen=RECENT_JOBS)
 
     @task(WEIGHT_PRESENCE)
     def presence(self) -> None:
+        """Presence check: ``test.ping`` to a few minions with a short timeout."""
         targets = self.sample(self.options.presence_targets)
         if targets:
             low = {
@@ -262,6 +269,7 @@ class ConsoleUser(SaltApiUser):
 
     @task(WEIGHT_JOB_GROUP)
     def job_to_group(self) -> None:
+        """An async job (package inventory) to a group of minions."""
         targets = self.sample(self.options.group_size)
         if targets:
             self._submit(
@@ -270,10 +278,12 @@ class ConsoleUser(SaltApiUser):
 
     @task(WEIGHT_JOB_ALL)
     def job_to_all(self) -> None:
+        """An async job to every minion."""
         self._submit("local_async test.version [all]", "*", "glob", "test.version")
 
     @task(WEIGHT_JOB_LOOKUP)
     def job_lookup(self) -> None:
+        """``GET /jobs/<jid>`` of one of this user's recent jobs."""
         if self.recent_jobs:
             jid = random.choice(self.recent_jobs)
             self.send("GET", f"/jobs/{jid}", "/jobs/[jid]")
@@ -291,14 +301,17 @@ class ConsoleUser(SaltApiUser):
 
     @task(WEIGHT_PILLAR_ITEMS)
     def pillar_items(self) -> None:
+        """One minion's whole pillar, compiled by the master."""
         self._pillar("pillar.items", [])
 
     @task(WEIGHT_PILLAR_GET)
     def pillar_get(self) -> None:
+        """One pillar value of one minion."""
         self._pillar("pillar.get", [PILLAR_KEY])
 
     @task(WEIGHT_RUNNER)
     def ratelimit_status(self) -> None:
+        """The rate limiter's status, as a console's load indicator polls it."""
         self.call(
             "runner ratelimit.status", {"client": "runner", "fun": "ratelimit.status"}
         )
@@ -312,6 +325,7 @@ class EventFollower(SaltApiUser):
 
     @task
     def follow(self) -> None:
+        """Read ``/events`` for one bounded window, then record what was read."""
         if self.token is None:
             self.login()
         if self.token is None:

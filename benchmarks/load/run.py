@@ -81,13 +81,16 @@ class LocustWorkers:
 
     @property
     def expected(self) -> int:
+        """Workers the locust master waits for."""
         return self.local + self.remote
 
     @property
     def connect_s(self) -> int:
+        """Seconds the locust master waits for its workers."""
         return REMOTE_WORKERS_CONNECT_S if self.remote else WORKERS_CONNECT_S
 
     def master_port(self) -> int:
+        """The port the locust master listens on for workers."""
         from harness.ports import free_port
 
         if self.port is not None:
@@ -95,6 +98,7 @@ class LocustWorkers:
         return LOCUST_MASTER_PORT if self.remote else free_port()
 
     def describe(self) -> str:
+        """One line for the report."""
         if not self.expected:
             return "one process"
         where = f"{self.local} worker(s) on loopback"
@@ -215,6 +219,7 @@ def _locust_env(password: str | None = None) -> dict[str, str]:
 def start_workers(
     count: int, master_host: str, master_port: int, log_dir: Path
 ) -> list[ManagedProcess]:
+    """Start ``count`` locust workers for the master at ``master_host:master_port``."""
     workers = []
     for index in range(count):
         worker = ManagedProcess(
@@ -312,6 +317,7 @@ class ResourceSampler(threading.Thread):
         return sent if isinstance(sent, int) else 0
 
     def run(self) -> None:
+        """Sample once a second until :meth:`stop`."""
         started = last = time.monotonic()
         cpu = (
             proctree.cpu_seconds(self.master_pid),
@@ -339,6 +345,7 @@ class ResourceSampler(threading.Thread):
             last, cpu, returns = now, new_cpu, new_returns
 
     def stop(self) -> list[ResourceSample]:
+        """End the sampling; the samples taken."""
         self._stop_event.set()
         self.join(timeout=10)
         return self.samples
@@ -389,7 +396,7 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
     PostgreSQL, salt-api; the limiter on or off. Its logs are kept in
     ``out_dir/logs``."""
     from harness.fleet import FleetConfig
-    from harness.pillar.variants import FUNCTION_QUERY
+    from harness.pillar.variants import db_ext_pillar
     from harness.saltapi import ApiSettings
     from harness.stack import fleet_stack
 
@@ -400,7 +407,7 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
         settings.minions,
         root=root,
         fleet=fleet,
-        ext_pillar=[{"postgres": [{"query": FUNCTION_QUERY, "as_json": True}]}],
+        ext_pillar=db_ext_pillar(),
         master_opts=_limiter_options(settings, variant),
         logs_dir=out_dir / "logs",
         api=ApiSettings(host=settings.api_host),
@@ -517,8 +524,10 @@ def run(settings: LoadSettings) -> Path:
 
 
 def default_command(settings: LoadSettings) -> str:
+    """The ``nox -s load`` command line that writes the same report."""
     return f"nox -s load -- --name {shlex.quote(settings.name)}"
 
 
 def quoted(argv: Sequence[str]) -> str:
+    """``argv`` as one shell command line."""
     return " ".join(shlex.quote(a) for a in argv)

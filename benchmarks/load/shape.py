@@ -24,6 +24,8 @@ SPIKE_ARRIVAL_S: Final = 2.0
 
 @dataclass(frozen=True)
 class Phase:
+    """One phase of the load: how long, how many users, how fast they arrive."""
+
     name: str
     duration_s: float
     users: int
@@ -42,6 +44,7 @@ class LoadProfile:
     recover_s: float = 30.0
 
     def phases(self) -> list[Phase]:
+        """The phases in order; a phase of 0 s is left out."""
         ramp_rate = self.users / self.ramp_s if self.ramp_s > 0 else float(self.users)
         jump = max(1.0, abs(self.spike_users - self.users) / SPIKE_ARRIVAL_S)
         every = [
@@ -54,6 +57,7 @@ class LoadProfile:
 
     @property
     def duration_s(self) -> float:
+        """Seconds of all phases together."""
         return sum(phase.duration_s for phase in self.phases())
 
     def at(self, elapsed_s: float) -> Phase | None:

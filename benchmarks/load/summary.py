@@ -79,6 +79,7 @@ class ApiCost:
 
     @property
     def ratio(self) -> float:
+        """salt-api's time over LocalClient's for the same submissions."""
         return self.api_s / self.local_s if self.local_s else float("nan")
 
 
@@ -190,6 +191,7 @@ def failures_table(runs: Sequence[VariantRun]) -> str:
 
 
 def failures_by_endpoint_table(runs: Sequence[VariantRun]) -> str:
+    """Failures per endpoint and kind; empty when nothing failed."""
     rows = [
         [f"`{name}`", kind, run.name, count]
         for run in runs
@@ -237,6 +239,7 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
 
 
 def cost_table(runs: Sequence[VariantRun]) -> str:
+    """The salt-api vs LocalClient submissions, one row per variant."""
     rows = []
     for run in runs:
         c = run.cost
