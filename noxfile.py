@@ -7,6 +7,7 @@ nox -s vendor           salt/src = pinned sdist + patches/series
 nox -s export-patches   salt/src commits -> patches/
 nox -s harness -- up    the harness CLI (up / status / down / demo / pillar)
 nox -s bench -- NAME    a benchmark (minions, pillar, storm, interfaces); report in benchmarks/results/
+nox -s load -- ...      locust through salt-api, limiter off vs on; --workers N, --master-host HOST
 nox -s interfaces-report   the pkg interface conformance matrix
 nox -s lint             ruff, mypy, and black on the files the series touches
 """
@@ -97,7 +98,8 @@ def export_patches(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The patches' tests and upstream's tests of touched areas, then ours."""
-    _install(session, "test")
+    # bench: the reports' plots; load: locust and CherryPy (salt-api) for test_load/test_saltapi
+    _install(session, "test", "bench", "load")
     upstream_paths = session.run(
         "python",
         "-c",
@@ -149,6 +151,13 @@ def bench(session: nox.Session) -> None:
         session.error(problem)  # before the install, which takes a minute
     _install(session, "bench")
     session.run("python", "-m", "benchmarks", *(session.posargs or ["--help"]))
+
+
+@nox.session(python=PYTHON)
+def load(session: nox.Session) -> None:
+    """Locust through salt-api, limiter off vs on: nox -s load -- --help."""
+    _install(session, "bench", "load")
+    session.run("python", "-m", "benchmarks.load", *session.posargs)
 
 
 @nox.session(name="interfaces-report", python=PYTHON)

@@ -34,3 +34,16 @@ def positive(value: str) -> int:
 def non_negative(value: str) -> int:
     """A whole number >= 0 (argparse type)."""
     return _whole_number(value, 0, "whole number")
+
+
+def seconds(value: str) -> float:
+    """A duration in seconds, 0 or more (fractions allowed)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number of seconds: {value!r}"
+        ) from None
+    if not number >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
+    return number

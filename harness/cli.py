@@ -84,6 +84,14 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="YAML mapping of extra master options (applied last)",
     )
+    parser.add_argument(
+        "--api",
+        action="store_true",
+        help="also start salt-api (rest_cherrypy, no TLS) on loopback",
+    )
+    parser.add_argument(
+        "--api-port", type=argtypes.port, help="salt-api port (implies --api)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,6 +226,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"starting stack in {root} ...", flush=True)
     stack.start()
     notes = _load_example_pillars(stack) if args.ext_pillar == "db" else []
+    credentials = stack.api.credentials if stack.api is not None else None
     state = stack.detach()
     print(_describe(state))
     for note in notes:
@@ -226,15 +235,25 @@ def cmd_up(args: argparse.Namespace) -> int:
         "\nuse Salt against it: nox -s harness -- salt '*' test.ping"
         "   (also salt-run, salt-key, salt-call)"
     )
+    if credentials is not None:
+        print(
+            f"salt-api: {credentials.url}  user {credentials.user}  "
+            f"password {credentials.password}  eauth {credentials.eauth}\n"
+            f"  curl -sS {credentials.url}/login -H 'Accept: application/json' "
+            f"-d username={credentials.user} -d password={credentials.password} "
+            f"-d eauth={credentials.eauth}"
+        )
     return 0
 
 
 def _capabilities(args: argparse.Namespace) -> dict[str, object]:
-    """StackSettings fields for ``up``'s --ext-pillar, --rate-limiting and
-    --master-opts; rate-limit limits without --rate-limiting are refused."""
+    """StackSettings fields for ``up``'s --ext-pillar, --rate-limiting,
+    --master-opts and --api; rate-limit limits without --rate-limiting are
+    refused."""
     from harness.pillar.variants import db_ext_pillar
     from harness.ratelimit import RateLimiting
     from harness.restart import load_options
+    from harness.saltapi import ApiSettings
 
     limits = {
         name: value
@@ -253,6 +272,8 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     extra: dict[str, object] = {"master_opts": options}
     if args.ext_pillar == "db":
         extra["ext_pillar"] = db_ext_pillar()
+    if args.api or args.api_port is not None:
+        extra["api"] = ApiSettings(port=args.api_port)
     return extra
 
 
@@ -284,6 +305,8 @@ def _describe(state: StackState) -> str:
         f"  master: publish {state.publish_port}, ret {state.ret_port}",
     ]
     lines.append(f"  postgres: {state.postgres_dsn}")
+    if state.api_url:
+        lines.append(f"  salt-api: {state.api_url}")
     for rec in state.processes:
         alive = "running" if rec.process() is not None else "NOT RUNNING"
         lines.append(f"  {rec.name:<28} pid {rec.pid:<8} {alive}  (log {rec.log_path})")

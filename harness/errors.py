@@ -9,6 +9,8 @@
     ├── processes.StartupError       a daemon did not come up (its log tail attached)
     ├── ports.PortInUseError         a requested port is taken
     ├── pillar.files.PillarTreeError files of a pillar tree are unusable
+    ├── saltapi.ApiError             a request to salt-api failed (HTTP status kept)
+    │   └── saltapi.LoginError       POST /login returned no token
     └── errors.SimulatorError        the simulated minions refused their settings or
                                      failed (any evil_minions.EvilMinionsError)
 

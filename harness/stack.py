@@ -43,6 +43,7 @@ from harness.postgres import (
     connection_from_dsn,
 )
 from harness.processes import ProcessRecord, stop_process_tree
+from harness.saltapi import ApiSettings, SaltApi
 
 if TYPE_CHECKING:
     from evil_minions import FleetConfig
@@ -82,6 +83,8 @@ class StackSettings:
     #: pillar SLS files placed in the master's pillar root, by relative name
     pillar_files: dict[str, str] = field(default_factory=dict)
     apply_migrations: bool = True
+    # salt-api (rest_cherrypy) beside the master; None: no API
+    api: ApiSettings | None = None
     # Where the daemons' logs are copied when the stack stops (its root may be
     # a temporary directory that goes away).
     logs_dir: Path | None = None
@@ -105,6 +108,7 @@ class StackState:
     processes: list[ProcessRecord]
     owns_root: bool
     remove_dirs: list[str] = field(default_factory=list)
+    api_url: str | None = None
 
     def save(self) -> Path:
         """Write the state to the root's ``stack.json``; return its path."""
@@ -156,6 +160,7 @@ class Stack:
         self.listener: EventListener | None = None
         self.master: Master | None = None
         self.minion: SaltMinion | None = None
+        self.api: SaltApi | None = None
         self.fleet: SimulatedFleet | None = None
         self._detached = False
 
@@ -181,6 +186,7 @@ class Stack:
         # Ports first: a taken port must fail before anything is started.
         publish_port = pick_port(s.publish_port, "publish")
         ret_port = pick_port(s.ret_port, "ret")
+        api_port = pick_port(s.api.port, "salt-api") if s.api is not None else None
         # so must a bad simulator setting
         if s.dsn:
             self.pg = connection_from_dsn(s.dsn)
@@ -208,7 +214,12 @@ class Stack:
             ),
             self.listener,
         )
+        if s.api is not None and api_port is not None:
+            self.api = SaltApi(self.master.settings, s.api, api_port)
+            self.api.configure()  # the master reads its eauth settings
         self.master.start()
+        if self.api is not None:
+            self.api.start()
         if s.real_minion:
             self.minion = SaltMinion(
                 self.root / "minion", s.minion_id, self.master, self.listener
@@ -260,6 +271,7 @@ class Stack:
             postgres_dsn=self.pg.dsn,
             processes=records,
             owns_root=self._owns_root,
+            api_url=self.api.url if self.api is not None else None,
             remove_dirs=[str(self.postgres.base_dir)]
             if self.postgres is not None and self.postgres.relocated
             else [],
@@ -275,7 +287,7 @@ class Stack:
         """The started parts, in start order."""
         return [
             p
-            for p in (self.postgres, self.master, self.minion, self.fleet)
+            for p in (self.postgres, self.master, self.api, self.minion, self.fleet)
             if p is not None
         ]
 
@@ -328,6 +340,7 @@ def fleet_stack(
     logs_dir: Path | None = None,
     pillar_files: Mapping[str, str] | None = None,
     dsn: str | None = None,
+    api: ApiSettings | None = None,
 ) -> Stack:
     """A stack of ``minions`` simulated minions and no real one, not started.
 
@@ -336,7 +349,8 @@ def fleet_stack(
     ``processes=P`` needs ``count >= P`` itself too) and its keys live in the
     harness's key cache unless it names a ``keys_dir``. ``pillar_files`` are
     written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
-    points the master at an existing PostgreSQL instead of an embedded one.
+    points the master at an existing PostgreSQL instead of an embedded one;
+    ``api`` adds salt-api beside the master.
 
     .. code-block:: python
 
@@ -357,5 +371,6 @@ def fleet_stack(
             master_opts=dict(master_opts or {}),
             pillar_files=dict(pillar_files or {}),
             logs_dir=logs_dir,
+            api=api,
         )
     )
