@@ -11,15 +11,12 @@ exit codes) and the runner client salt-api uses.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from typing import Any
 
 import pytest
 
-from harness.master import salt_script
 from harness.stack import Stack, StackSettings
 
 pytestmark = pytest.mark.integration
@@ -88,19 +85,7 @@ def _add_minions_that_are_not_running(stack: Stack) -> None:
 
 def _salt_run(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     assert stack.master is not None
-    return subprocess.run(
-        [salt_script("salt-run"), "-c", str(stack.master.settings.conf_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-        # the runner's MasterMinion loads grains, which run dpkg/rpm from PATH
-        env={
-            "PYTHONWARNINGS": "ignore",
-            "PATH": f"{sys.exec_prefix}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        },
-    )
+    return stack.master.run_cli("salt-run", *args)
 
 
 def _json(stack: Stack, *args: str) -> tuple[dict[str, Any], int]:
