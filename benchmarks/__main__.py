@@ -67,6 +67,22 @@ def main(argv: list[str] | None = None) -> int:
         help="MWorkers of the limiter-on master's worker pool for the exempt "
         "functions (worker_pools:<pool>:functions); 0: no such pool (default: 1)",
     )
+    p = sub.add_parser("query", help="query runner vs cache.grains; names; live")
+    p.add_argument("--minions", type=positive, default=1000)
+    p.add_argument("--rounds", type=positive, default=5)
+    p.add_argument(
+        "--running", type=positive, default=50, help="simulated minions (live part)"
+    )
+    p.add_argument(
+        "--stopped",
+        type=positive,
+        default=100,
+        help="minions with accepted keys and cached grains but no process",
+    )
+    p.add_argument("--timeout", type=positive, default=5)
+    p.add_argument(
+        "--no-live", action="store_true", help="skip the part that starts a stack"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -89,6 +105,17 @@ def main(argv: list[str] | None = None) -> int:
                 variants=("on", "off") if args.variants == "both" else (args.variants,),
                 max_master_jobs=args.max_master_jobs,
                 exempt_pool=args.exempt_pool,
+            )
+        elif args.name == "query":
+            from benchmarks import query
+
+            path = query.run(
+                minions=args.minions,
+                rounds=args.rounds,
+                running=args.running,
+                stopped=args.stopped,
+                timeout=args.timeout,
+                live=not args.no_live,
             )
         elif args.name == "interfaces":
             from benchmarks import interfaces_load
