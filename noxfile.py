@@ -117,7 +117,7 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """A benchmark and its report: nox -s bench -- minions|pillar|storm|interfaces."""
+    """A benchmark and its report: nox -s bench -- minions|pillar|storm|interfaces|query."""
     _install(session, "bench")
     session.run("python", "-m", "benchmarks", *(session.posargs or ["--help"]))
 
