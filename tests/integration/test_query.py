@@ -180,14 +180,15 @@ def test_jobs_and_keys(stack: Stack) -> None:
     with stack.client() as client:
         jid = client.cmd_async([*stack.fleet.ids, GHOST], "test.ping", tgt_type="list")
     assert jid
-    time.sleep(3)
-    result, _ = _json(
-        stack,
-        "query.query",
-        "job",
-        "fields=jid,function,target_type,expected,returned,missing,ratelimit.outcome",
-        f"filter=jid == '{jid}'",
+    fields = (
+        "fields=jid,function,target_type,expected,returned,missing,ratelimit.outcome"
     )
+    deadline = time.monotonic() + 30
+    while True:
+        result, _ = _json(stack, "query.query", "job", fields, f"filter=jid == '{jid}'")
+        if result["data"][0][4] == [NORMAL, MINIONS] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     (row,) = result["data"]
     assert row[:3] == [[NORMAL, jid], [NORMAL, "test.ping"], [NORMAL, "list"]]
     assert row[3] == [NORMAL, MINIONS + 1]
