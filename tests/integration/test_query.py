@@ -2,8 +2,9 @@
 
 Besides the running simulated minions the master knows three that are not:
 ``ghost-1`` has an accepted key and cached grains but no process (a stopped
-minion: live fields have no data), ``pending-1`` and ``rejected-1`` have
-keys that are not accepted (offline).  Each status of the query result is
+minion: it does not answer and the master sees no connection from its
+address, so its live fields are offline), ``pending-1`` and ``rejected-1``
+have keys that are not accepted (offline).  Each status of the query result is
 checked where a user would see it: ``salt-run`` (table and ``--out json``,
 exit codes) and the runner client salt-api uses.
 """
@@ -107,7 +108,7 @@ def test_every_status_of_minion_fields(stack: Stack) -> None:
         "timeout=5",
     )
     assert code != 0  # xyz is unknown
-    assert [f["kind"] for f in result["fields"]][-1] == "unknown"
+    assert result["fields"][7]["kind"] == "unknown"
     rows = _rows(result)
     assert set(rows) == set(stack.fleet.ids) | {GHOST, PENDING, REJECTED}
     running = rows[stack.fleet.ids[0]]
@@ -121,7 +122,12 @@ def test_every_status_of_minion_fields(stack: Stack) -> None:
     ghost = rows[GHOST]
     assert ghost[2] == [NORMAL, "SUSE"]
     assert ghost[5] == [NORMAL, ["db"]]
-    assert ghost[6] == [NODATA, None]  # did not answer
+    # did not answer, and no connection from its address (10.9.9.9)
+    assert ghost[6] == [OFFLINE, None]
+    # simulated minions answer status.loadavg with an error: no data
+    load = _rows(_json(stack, "query.query", "minion", "fields=name,load")[0])
+    assert load[stack.fleet.ids[0]][1] == [NODATA, None]
+    assert load[GHOST][1] == [OFFLINE, None]
     for offline in (PENDING, REJECTED):
         assert rows[offline][1][1] in ("pending", "rejected")
         assert rows[offline][2] == [OFFLINE, None]
