@@ -16,7 +16,8 @@ Three comparisons, each side by side in one process run:
    cached grains but no process: ``fields=name,running`` (one
    ``saltutil.running`` job) against ``LocalClient.cmd`` of the same
    function, both with the same timeout. The query's time is bounded by the
-   timeout; the stopped minions come back as status 2 (no data).
+   timeout; the stopped minions come back offline (status 4: no answer and
+   no connection from their address).
 
     python -m benchmarks query --minions 1000 --stopped 100   (or nox -s bench -- query ...)
 """
