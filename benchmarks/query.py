@@ -15,8 +15,9 @@ Three comparisons, each side by side in one process run:
    simulated minions plus ``stopped`` minions that have accepted keys and
    cached grains but no process: ``fields=name,running`` (one
    ``saltutil.running`` job) against ``LocalClient.cmd`` of the same
-   function, both with the same timeout. The query's time is bounded by the
-   timeout; the stopped minions come back offline (status 4: no answer and
+   function, both with the same timeout. Both wait the same way (the
+   timeout, then Salt's ``saltutil.find_job`` round for the minions still
+   missing); the stopped minions come back offline (status 4: no answer and
    no connection from their address).
 
     python -m benchmarks query --minions 1000 --stopped 100   (or nox -s bench -- query ...)
