@@ -145,7 +145,7 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """A benchmark and its report: nox -s bench -- minions|pillar|storm|interfaces."""
+    """A benchmark and its report: nox -s bench -- NAME (benchmarks/names.py)."""
     problem = _load(ROOT / "benchmarks" / "names.py").unknown_benchmark(session.posargs)
     if problem:
         session.error(problem)  # before the install, which takes a minute

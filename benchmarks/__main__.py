@@ -35,6 +35,22 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument("--single-rounds", type=positive, default=30)
     p = sub.add_parser("storm", help=BENCHMARKS["storm"])
     storm_options.add_arguments(p)
+    p = sub.add_parser("query", help=BENCHMARKS["query"])
+    p.add_argument("--minions", type=positive, default=1000)
+    p.add_argument("--rounds", type=positive, default=5)
+    p.add_argument(
+        "--running", type=positive, default=50, help="simulated minions (live part)"
+    )
+    p.add_argument(
+        "--stopped",
+        type=positive,
+        default=100,
+        help="minions with accepted keys and cached grains but no process",
+    )
+    p.add_argument("--timeout", type=positive, default=5)
+    p.add_argument(
+        "--no-live", action="store_true", help="skip the part that starts a stack"
+    )
     args = parser.parse_args(argv)
     path = _run(args)
     print(path.read_text())
@@ -54,6 +70,17 @@ def _run(args: argparse.Namespace) -> Path:
         from benchmarks import storm
 
         path = storm.run(storm_options.from_args(args))
+    elif args.name == "query":
+        from benchmarks import query
+
+        path = query.run(
+            minions=args.minions,
+            rounds=args.rounds,
+            running=args.running,
+            stopped=args.stopped,
+            timeout=args.timeout,
+            live=not args.no_live,
+        )
     elif args.name == "interfaces":
         from benchmarks import interfaces_load
 

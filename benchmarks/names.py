@@ -15,6 +15,7 @@ BENCHMARKS: Final = {
     "pillar": "file pillars vs PostgreSQL (4 variants) + micro",
     "interfaces": "loading all execution modules, interfaces on vs off",
     "storm": "a storm of jobs, rate limiting off vs on",
+    "query": "query runner vs cache.grains; names; live",
 }
 
 

@@ -34,6 +34,7 @@ from evil_minions import (
     minion_ids,
     prepare_keys,
     read_status,
+    synthetic_grains,
 )
 from harness.master import Master
 from harness.processes import ManagedProcess, StartupError
@@ -48,6 +49,7 @@ __all__ = [
     "TimingModel",
     "cache_keys",
     "minion_ids",
+    "synthetic_grains",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

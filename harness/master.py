@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import getpass
+import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -271,6 +273,29 @@ class Master:
     def stop(self) -> None:
         """Stop the daemon and every process it forked."""
         self.process.stop()
+
+    def run_cli(
+        self, script: str, *args: str, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the Salt CLI ``script`` (``salt``, ``salt-run`` ...) against this master.
+
+        Warnings are silenced (they would mix with the output tests read);
+        PATH keeps the system's directories because loading grains runs
+        commands such as ``dpkg``.
+        """
+        return subprocess.run(
+            [salt_script(script), "-c", str(self.settings.conf_dir), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+            env={
+                "PYTHONWARNINGS": "ignore",
+                "PATH": f"{Path(sys.executable).parent}:"
+                f"{os.environ.get('PATH', '/usr/bin:/bin')}",
+            },
+        )
 
     def accept_key(self, minion_id: str, public_pem: str) -> None:
         """Pre-seed a minion's public key as accepted (no acceptance wait)."""

@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--processes",
         type=positive,
         default=2,
-        help="evil_minions processes (default 2)",
+        help="processes of the simulated fleet (default 2)",
     )
     # the load shape (benchmarks.load.shape.LoadProfile)
     for flag, kind, default, text in (

@@ -112,7 +112,7 @@ class LoadSettings:
     """One load run; defaults are the lead's full-size run."""
 
     minions: int = 1000
-    #: evil_minions worker processes
+    #: worker processes of the simulated fleet
     processes: int = 2
     profile: LoadProfile = field(default_factory=LoadProfile)
     variants: tuple[str, ...] = ("off", "on")
@@ -479,7 +479,7 @@ def _setup_lines(settings: LoadSettings) -> list[str]:
     from benchmarks.load import traffic as lf
 
     return [
-        f"{settings.minions} simulated minions ({settings.processes} evil_minions "
+        f"{settings.minions} simulated minions ({settings.processes} simulator "
         "processes), pillars in PostgreSQL (`salt_pillar_rows`), salt-api "
         "`rest_cherrypy` on loopback without TLS, eauth `sharedsecret`",
         f"load shape: {settings.profile.describe()}",

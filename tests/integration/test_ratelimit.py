@@ -8,14 +8,12 @@ flight at once (``peak_minion_jobs``): the limiter must keep that at or below
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
 import pytest
 import salt.exceptions
 
 from harness.fleet import FleetConfig, LatencySpec, TimingModel
-from harness.master import salt_script
 from harness.ratelimit import (
     MANAGER_START_EVENT,
     QueueProbe,
@@ -73,15 +71,7 @@ def _probe(stack: Stack) -> QueueProbe:
 
 def _salt_cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     assert stack.master is not None
-    return subprocess.run(
-        [salt_script("salt"), "-c", str(stack.master.settings.conf_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-        env={"PYTHONWARNINGS": "ignore", "PATH": sys.exec_prefix + "/bin"},
-    )
+    return stack.master.run_cli("salt", *args)
 
 
 def _idle(stack: Stack) -> bool:
