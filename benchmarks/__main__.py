@@ -39,7 +39,7 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument("--minions", type=positive, default=1000)
     p.add_argument("--rounds", type=positive, default=5)
     p.add_argument(
-        "--running", type=positive, default=50, help="simulated minions (live part)"
+        "--running", type=positive, default=900, help="simulated minions (live part)"
     )
     p.add_argument(
         "--stopped",

@@ -33,6 +33,8 @@ from typing import Any
 
 from benchmarks import report
 
+#: the query API's cell statuses this report counts
+NORMAL, OFFLINE = 0, 4
 # query field -> the grain it shows
 GRAIN_FIELDS = {
     "os": "os",
@@ -297,13 +299,44 @@ def render(cache: dict[str, Any], live: dict[str, Any] | None, command: str) -> 
                 ],
             ),
         ]
+    lines += ["", "## Goals", "", *goal_lines(cache, live)]
     return "\n".join(lines)
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def goal_lines(cache: dict[str, Any], live: dict[str, Any] | None) -> list[str]:
+    """The issue's goals as ratios of this run's medians, each with its verdict."""
+    full = report.median(cache["query_filter"])
+    baseline = report.median(cache["by_hand"])
+    names = report.median(cache["query_names"]) / report.median(cache["query_full"])
+    lines = [
+        f"- full query no slower than cache.grains + Python: {full / baseline:.2f}x "
+        f"<= 1.0x: {_verdict(full <= baseline)}",
+        f"- {NAMES}-name query at most 0.05x of the full query: {names:.3f}x: "
+        f"{_verdict(names <= 0.05)}",
+    ]
+    if live is None:
+        return [*lines, "- live query: not run (--no-live)"]
+    limit = live["timeout"] + 1
+    stopped_ok = live["statuses"].get(OFFLINE, 0) == live["stopped"]
+    running_ok = live["statuses"].get(NORMAL, 0) == live["running"]
+    return [
+        *lines,
+        f"- live query within its timeout + 1 s: {live['query']:.2f} s <= {limit} s: "
+        f"{_verdict(live['query'] <= limit)}",
+        f"- statuses exact: {live['statuses'].get(NORMAL, 0)} of {live['running']} "
+        f"running normal, {live['statuses'].get(OFFLINE, 0)} of {live['stopped']} "
+        f"stopped offline: {_verdict(stopped_ok and running_ok)}",
+    ]
 
 
 def run(
     minions: int = 1000,
     rounds: int = 5,
-    running: int = 50,
+    running: int = 900,
     stopped: int = 100,
     timeout: int = 5,
     live: bool = True,
