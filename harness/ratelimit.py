@@ -26,7 +26,14 @@ from typing import Any
 from harness.events import Event, EventListener
 
 #: The outcomes a rate-limited job can end in (``salt.ratelimit.OUTCOMES``).
-OUTCOMES = ("published", "published_excluding", "expired", "rejected")
+OUTCOMES = (
+    "published",
+    "published_excluding",
+    # published without a decision: the criteria module failed on the job
+    "published_unchecked",
+    "expired",
+    "rejected",
+)
 
 #: Fired when a job enters the queue; not an outcome.
 QUEUED = "queued"
