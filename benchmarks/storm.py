@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import proctree, report
-from harness.ratelimit import QueueProbe, RateLimiting
+from harness.ratelimit import PUBLISHED_OUTCOMES, QueueProbe, RateLimiting
 
 #: goals with the limiter on
 GOAL_PING_P99_S = 2.0
@@ -241,7 +241,7 @@ class JobBook:
         if outcome == "queued":
             return 0
         track.outcome = outcome
-        if outcome in ("published", "published_excluding"):
+        if outcome in PUBLISHED_OUTCOMES:
             track.published = event.received
             track.excluded = len(event.data.get("excluded") or [])
             if len(track.returned) >= track.expected:

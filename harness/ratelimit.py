@@ -35,6 +35,9 @@ OUTCOMES = (
     "rejected",
 )
 
+#: The outcomes of a job that went out to (some of) its minions.
+PUBLISHED_OUTCOMES = ("published", "published_excluding", "published_unchecked")
+
 #: Fired when a job enters the queue; not an outcome.
 QUEUED = "queued"
 
