@@ -7,13 +7,17 @@ nox -s vendor           salt/src = pinned sdist + patches/series
 nox -s export-patches   salt/src commits -> patches/
 nox -s harness -- up    the harness CLI (up / status / down / demo / pillar)
 nox -s bench -- NAME    a benchmark (minions, pillar, storm, interfaces); report in benchmarks/results/
+nox -s load -- ...      locust through salt-api, limiter off vs on; --workers N, --master-host HOST
 nox -s interfaces-report   the pkg interface conformance matrix
 nox -s lint             ruff, mypy, and black on the files the series touches
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
+import types
 from pathlib import Path
 
 import nox
@@ -29,6 +33,15 @@ SALT_SRC = ROOT / "salt" / "src"
 SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprovider"]
 
 
+def _load(path: Path) -> types.ModuleType:
+    """Import one module of the project by path; nox does not put ROOT on sys.path."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _vendor(session: nox.Session) -> None:
     session.run("python", "-m", "harness", "vendor", *_vendor_args(session))
 
@@ -38,7 +51,13 @@ def _vendor_args(session: nox.Session) -> list[str]:
 
 
 def _install(session: nox.Session, *extras: str) -> None:
-    """Install the project and the patched Salt wheel (rebuilt per salt/src commit)."""
+    """Install the project and the patched Salt wheel (rebuilt per salt/src commit).
+
+    pip runs only when something it installs changed: the wheel (a new
+    salt/src commit), the extras asked for, or pyproject.toml. The project is
+    installed editable, so a change to its code needs no reinstall, and
+    ``nox -s harness -- status`` answers in about a second.
+    """
     _vendor(session)
     wheel = session.run(
         "python",
@@ -47,13 +66,21 @@ def _install(session: nox.Session, *extras: str) -> None:
         silent=True,
     )
     wheel_path = str(wheel).strip().splitlines()[-1]
+    wanted = "\n".join(
+        [wheel_path, ",".join(sorted(extras)), _digest(ROOT / "pyproject.toml")]
+    )
+    marker = Path(session.virtualenv.location) / "saltfleet-installed"
+    if marker.exists() and marker.read_text() == wanted:
+        return
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install(wheel_path, "-e", spec)
-    marker = Path(session.virtualenv.location) / "saltfleet-salt-wheel"
-    if not marker.exists() or marker.read_text() != wheel_path:
-        # Same version number as the index's salt: force the patched build in.
-        session.install("--no-deps", "--force-reinstall", wheel_path)
-        marker.write_text(wheel_path)
+    # Same version number as the index's salt: force the patched build in.
+    session.install("--no-deps", "--force-reinstall", wheel_path)
+    marker.write_text(wanted)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @nox.session(python=False)
@@ -71,7 +98,8 @@ def export_patches(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The patches' tests and upstream's tests of touched areas, then ours."""
-    _install(session, "test")
+    # bench: the reports' plots; load: locust and CherryPy (salt-api) for test_load/test_saltapi
+    _install(session, "test", "bench", "load")
     upstream_paths = session.run(
         "python",
         "-c",
@@ -117,9 +145,19 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """A benchmark and its report: nox -s bench -- minions|pillar|storm|interfaces."""
+    """A benchmark and its report: nox -s bench -- NAME (benchmarks/names.py)."""
+    problem = _load(ROOT / "benchmarks" / "names.py").unknown_benchmark(session.posargs)
+    if problem:
+        session.error(problem)  # before the install, which takes a minute
     _install(session, "bench")
     session.run("python", "-m", "benchmarks", *(session.posargs or ["--help"]))
+
+
+@nox.session(python=PYTHON)
+def load(session: nox.Session) -> None:
+    """Locust through salt-api, limiter off vs on: nox -s load -- --help."""
+    _install(session, "bench", "load")
+    session.run("python", "-m", "benchmarks.load", *session.posargs)
 
 
 @nox.session(name="interfaces-report", python=PYTHON)

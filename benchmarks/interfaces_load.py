@@ -50,12 +50,15 @@ class Samples:
     interfaces: tuple[str, ...] = ()
 
     def median(self) -> float:
+        """Median wall-clock seconds of one full load."""
         return report.median(self.seconds)
 
     def p90(self) -> float:
+        """90th-percentile wall-clock seconds of one full load."""
         return report.percentile(self.seconds, 90)
 
     def cpu_median(self) -> float:
+        """Median CPU seconds of one full load."""
         return report.median(self.cpu_seconds)
 
 
@@ -141,10 +144,12 @@ def interleave(rounds: int, run: Callable[[bool], None]) -> None:
 
 
 def percent_change(new: float, old: float) -> float:
+    """How much more ``new`` is than ``old``, in percent (negative if less)."""
     return (new / old - 1) * 100
 
 
 def single_row(name: str, times: dict[bool, list[float]]) -> tuple[str, ...]:
+    """A declaring module's row: median ms with interfaces on, off, the change."""
     on, off = report.median(times[True]), report.median(times[False])
     return (
         name,
@@ -162,6 +167,7 @@ def render(
     single: dict[str, dict[bool, list[float]]],
     command: str,
 ) -> str:
+    """The report's Markdown for one run's measurements."""
     on, off = full[True], full[False]
     overhead = percent_change(on.median(), off.median())
     apply_median = report.median(on.apply_seconds)
@@ -249,6 +255,7 @@ def run(rounds: int = 20, single_rounds: int = 30) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: parse the options, run the benchmark, print the report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="full loads per mode")
     parser.add_argument(

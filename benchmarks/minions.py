@@ -15,35 +15,37 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report
-from harness.stack import Stack, StackSettings
+from harness.fleet import FleetConfig, cache_keys
+from harness.stack import fleet_stack
 
 GOAL_RSS_KB = 2048
+#: every minion's pillar is compiled from files: who it is
+PILLAR_FILES = {
+    "top.sls": "base:\n  '*':\n    - common\n",
+    "common.sls": "who: {{ grains['id'] }}\n",
+}
 
 
 def run(*, minions: int = 1000, processes: int = 1, rounds: int = 3) -> Path:
-    from evil_minions import ensure_keys, minion_ids
-    from harness.fleet import DEFAULT_KEYS_DIR
-
+    """Start ``minions`` simulated minions in ``processes`` processes, time start-up
+    and ``rounds`` runs of each fan-out command; return the report's path."""
     print(
         f"caching {minions} minion keys (only missing ones are generated)", flush=True
     )
-    ensure_keys(DEFAULT_KEYS_DIR, minion_ids("evil", minions))
+    cache_keys(minions)
     calls: dict[str, list[tuple[int, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="saltfleet-bench-") as tmp:
         root = Path(tmp)
         root.chmod(0o755)
-        pillar = root / "stack" / "master" / "srv" / "pillar"
-        pillar.mkdir(parents=True)
-        (pillar / "top.sls").write_text("base:\n  '*':\n    - common\n")
-        (pillar / "common.sls").write_text("who: {{ grains['id'] }}\n")
-        settings = StackSettings(
+        stack = fleet_stack(
+            minions,
             root=root / "stack",
-            real_minion=False,
-            simulated_minions=minions,
-            simulated_config={"processes": processes},
+            fleet=FleetConfig(count=minions, processes=processes),
+            pillar_files=PILLAR_FILES,
         )
         started = time.perf_counter()
-        with Stack(settings) as stack:
+        with stack:
+            assert stack.fleet is not None
             ready_s = time.perf_counter() - started
             status: dict[str, Any] = stack.fleet.status() or {}
             fleet_ready_s = float(status.get("elapsed", 0))
@@ -69,6 +71,7 @@ def write_report(
     after: dict[str, Any],
     calls: dict[str, list[tuple[int, float]]],
 ) -> Path:
+    """Write ``results/minions.md`` (and its plot) from one run; return its path."""
     rss_ready = float(at_ready.get("rss_kb_per_minion", 0))
     rss_after = float(after.get("rss_kb_per_minion", 0))
     cpu_ready = float(at_ready.get("cpu_seconds", 0))

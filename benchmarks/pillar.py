@@ -22,13 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import proctree, report
+from harness.fleet import minion_ids
+from harness.master import in_process_opts
 from harness.pillar import variants
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
-from harness.pillar.model import Fleet, merged_pillar
+from harness.pillar.model import FleetPillars, merged_pillar
 from harness.pillar.store import store_fleet
 from harness.ports import free_port
 from harness.postgres import ConnectionInfo, EmbeddedPostgres
+from harness.stack import fleet_stack, master_layout
 
 GOAL_ROUND_RATIO = 0.8  # patched DB round time <= 0.8 x file pillars
 GOAL_P50_MS = 0.5
@@ -37,40 +40,31 @@ GOAL_SPEEDUP = 5.0
 
 @dataclass
 class MicroResult:
+    """One module's warm ext_pillar lookups, in milliseconds."""
+
     name: str
     samples_ms: list[float]
 
     @property
     def p50(self) -> float:
+        """Median lookup, ms."""
         return report.percentile(self.samples_ms, 50)
 
     @property
     def p99(self) -> float:
+        """99th-percentile lookup, ms."""
         return report.percentile(self.samples_ms, 99)
 
 
 def micro_benchmark(
-    info: ConnectionInfo, minion_ids: list[str], calls: int, workdir: Path
+    info: ConnectionInfo, ids: list[str], calls: int, workdir: Path
 ) -> list[MicroResult]:
     """Time single ext_pillar calls, warm, for the patched and upstream modules."""
-    import copy
-
-    import salt.config
     import salt.loader
 
-    variants.install_upstream_module(workdir / "ext")
-    opts = salt.config.apply_master_config(
-        {
-            "root_dir": str(workdir),
-            "cachedir": str(workdir / "cache"),
-            "pki_dir": str(workdir / "pki"),
-            "sock_dir": str(workdir / "sock"),
-            "log_file": str(workdir / "master.log"),
-            "extension_modules": str(workdir / "ext"),
-            "postgres": info.salt_options(),
-        },
-        copy.deepcopy(salt.config.DEFAULT_MASTER_OPTS),
-    )
+    opts = in_process_opts(workdir, postgres=info.salt_options())
+    # before the loader exists: it lists extension_modules once
+    variants.install_upstream_module(Path(opts["extension_modules"]))
     funcs = salt.loader.minion_mods(opts)
     pillars = salt.loader.pillars(opts, funcs)
     cases: list[tuple[str, Callable[[str], Any]]] = [
@@ -94,11 +88,11 @@ def micro_benchmark(
     ]
     results = []
     for name, call in cases:
-        for mid in minion_ids[:50]:  # warm-up: connections, plans, caches
+        for mid in ids[:50]:  # warm-up: connections, plans, caches
             call(mid)
         samples = []
         for i in range(calls):
-            mid = minion_ids[i % len(minion_ids)]
+            mid = ids[i % len(ids)]
             started = time.perf_counter_ns()
             call(mid)
             samples.append((time.perf_counter_ns() - started) / 1e6)
@@ -152,6 +146,9 @@ class ConnectionMonitor:
 
 @dataclass
 class FleetResult:
+    """What one variant measured over its rounds: times, wrong or failed
+    pillars, master CPU and peak PostgreSQL connections."""
+
     variant: str
     round_s: list[float] = field(default_factory=list)
     ping_s: list[float] = field(default_factory=list)
@@ -188,32 +185,29 @@ def run_fleet_variant(
     variant: str,
     *,
     pg: EmbeddedPostgres,
-    fleet: Fleet,
+    fleet: FleetPillars,
     tree: Path,
     workdir: Path,
     minions: int,
     rounds: int,
     workers: int,
-    keys_dir: Path,
 ) -> FleetResult:
-    from harness.stack import Stack, StackSettings
-
+    """Run ``rounds`` of ``pillar.items`` and ``test.ping`` against a master set up
+    as ``variant``, checking every pillar against the reference one."""
     result = FleetResult(variant)
-    settings = StackSettings(
-        root=workdir / f"stack-{variant}",
+    root = workdir / f"stack-{variant}"
+    stack = fleet_stack(
+        minions,
+        root=root,
         dsn=pg.connection.dsn,
-        real_minion=False,
         worker_threads=workers,
-        simulated_minions=minions,
-        simulated_keys_dir=keys_dir,
-        # under the master's root_dir: Salt re-roots paths that lie outside it
         master_opts=variants.master_opts(
             variant,
             pillar_tree=tree,
-            extension_dir=workdir / f"stack-{variant}" / "master" / "ext",
+            extension_dir=master_layout(root).extension_modules,
         ),
     )
-    with Stack(settings) as stack:
+    with stack:
         assert stack.master is not None
         stack.cmd("*", "pillar.items", timeout=300)  # warm-up, not counted
         requests_before = _pillar_requests(stack)
@@ -253,13 +247,8 @@ def run(
     micro_calls: int = 2000,
 ) -> Path:
     """Run the whole benchmark; return the report's path."""
-    from evil_minions import minion_ids
-
     ids = minion_ids("evil", minions)
     fleet = generate(ids)
-    from harness.fleet import DEFAULT_KEYS_DIR
-
-    keys_dir = DEFAULT_KEYS_DIR
     with tempfile.TemporaryDirectory(prefix="saltfleet-bench-") as tmp:
         work = Path(tmp)
         work.chmod(0o755)
@@ -287,7 +276,6 @@ def run(
                         minions=minions,
                         rounds=rounds,
                         workers=workers,
-                        keys_dir=keys_dir,
                     )
                 )
             # last: its kept connection would count as the masters' otherwise
@@ -307,6 +295,7 @@ def write_report(
     rounds: int,
     workers: int,
 ) -> Path:
+    """Write ``results/pillar.md`` and its data file; return the report's path."""
     patched, upstream = micro
     speedup = upstream.p50 / patched.p50 if patched.p50 else float("inf")
     by_name = {r.variant: r for r in results}

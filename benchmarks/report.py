@@ -24,10 +24,12 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 
 def median(values: Sequence[float]) -> float:
+    """Median of a non-empty sequence."""
     return statistics.median(values)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table of ``rows`` under ``headers``."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -54,6 +56,7 @@ def environment() -> str:
 
 
 def write(name: str, markdown: str) -> Path:
+    """Write ``markdown`` as ``results/<name>.md``; return its path."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.md"
     path.write_text(markdown.rstrip() + "\n")

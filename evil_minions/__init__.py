@@ -10,8 +10,10 @@ over cores.
 
 Layout (one job per module)::
 
+    errors.py      EvilMinionsError: the base of every error, the tree drawn
+    entrypoint.py  run_cli: exit codes, error lines and SIGTERM of every CLI
     config.py      FleetConfig, TimingModel, LatencySpec: every knob and default
-    keys.py        ensure_keys / seed_master: per-minion RSA keys, cached on disk
+    keys.py        prepare_keys (ensure_keys, seed_master): per-minion RSA keys, cached
     grains.py      synthetic_grains: deterministic per-id grains (OS mix, network)
     packages.py    PackageSet: per-minion package set behind pkg.list_pkgs
     matching.py    TargetMatcher: Salt's matcher modules on a minion's view
@@ -27,37 +29,51 @@ Layout (one job per module)::
     status.py      counters, status.json, wait_ready
     cli.py         python -m evil_minions
 
-Typical use from a harness:
+Typical use from a harness (the supervisor reads the same config file its
+workers do; the harness made the keys ready, so the supervisor skips that):
 
 .. code-block:: python
 
     import subprocess, sys
-    from evil_minions import FleetConfig, ensure_keys, seed_master, wait_ready, fire_beacons
+    from evil_minions import FleetConfig, prepare_keys, wait_ready, fire_beacons
 
     cfg = FleetConfig(master_host="127.0.0.1", ret_port=4506, publish_port=4505,
                       count=1000, keys_dir="/var/tmp/em-keys", run_dir="/tmp/em-run")
-    ensure_keys(cfg.keys_dir, cfg.minion_ids(), progress=print)
-    seed_master(cfg.keys_dir, "/etc/salt/pki/master", cfg.minion_ids())
-    proc = subprocess.Popen([sys.executable, "-m", "evil_minions", *cfg.to_argv()])
+    prepare_keys(cfg, master_pki_dir="/etc/salt/pki/master", progress=print)
+    with open("/tmp/em-fleet.json", "w") as handle:
+        handle.write(cfg.to_json())
+    proc = subprocess.Popen([sys.executable, "-m", "evil_minions", "run",
+                             "--config", "/tmp/em-fleet.json", "--keys-ready"])
     wait_ready(cfg.effective_run_dir, timeout=600)
     fire_beacons(cfg.effective_run_dir, ["evil-0001"])
     proc.terminate(); proc.wait()
 """
 
-from evil_minions.config import FleetConfig, LatencySpec, TimingModel, minion_ids
+from evil_minions.config import (
+    DEFAULT_EXEMPT_FUNCTIONS,
+    ConfigError,
+    FleetConfig,
+    LatencySpec,
+    TimingModel,
+    minion_ids,
+)
 from evil_minions.control import BeaconReport, fire_beacons, set_slowdown
+from evil_minions.errors import EvilMinionsError
 from evil_minions.grains import synthetic_grains
-from evil_minions.keys import ensure_keys, seed_master
+from evil_minions.keys import ensure_keys, prepare_keys, seed_master
 from evil_minions.replay import (
     ReplayCall,
     ReplayStore,
     record_from_client,
     record_from_returns,
 )
-from evil_minions.status import read_status, wait_ready
+from evil_minions.status import format_progress, format_summary, read_status, wait_ready
 
 __all__ = [
+    "DEFAULT_EXEMPT_FUNCTIONS",
     "BeaconReport",
+    "ConfigError",
+    "EvilMinionsError",
     "FleetConfig",
     "LatencySpec",
     "ReplayCall",
@@ -65,7 +81,10 @@ __all__ = [
     "TimingModel",
     "ensure_keys",
     "fire_beacons",
+    "format_progress",
+    "format_summary",
     "minion_ids",
+    "prepare_keys",
     "read_status",
     "record_from_client",
     "record_from_returns",

@@ -5,6 +5,7 @@ Command line of evil_minions.
 
     python -m evil_minions [run] --master 127.0.0.1:4506 --publish-port 4505 \\
         --count 1000 --processes 1 --prefix evil --keys-dir DIR [options]
+    python -m evil_minions run --config FLEET.json [--keys-ready]
     python -m evil_minions keys   --keys-dir DIR --count N [--prefix P] [--seed-master PKI_DIR]
     python -m evil_minions beacon --run-dir DIR (--ids ID[,ID...] | --all) [--no-change-packages]
     python -m evil_minions status --run-dir DIR [--live]
@@ -27,31 +28,23 @@ from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
 from evil_minions.config import (
-    DEFAULT_AUTH_CONCURRENCY,
-    DEFAULT_EXEMPT_FUNCTIONS,
-    DEFAULT_ID_WIDTH,
-    DEFAULT_KEYSIZE,
-    DEFAULT_PACKAGE_COUNT,
-    DEFAULT_PREFIX,
-    DEFAULT_PUBLISH_PORT,
-    DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_REQUEST_TRIES,
-    DEFAULT_RET_PORT,
-    DEFAULT_STATE_COUNT,
-    DEFAULT_STATUS_INTERVAL,
     ConfigError,
     FleetConfig,
     LatencySpec,
     TimingModel,
-    minion_ids,
     parse_function_latencies,
     parse_master,
 )
+from evil_minions.entrypoint import EXIT_FAILURE, EXIT_USAGE, run_cli
+from evil_minions.errors import EvilMinionsError
 
 PROG: Final = "evil_minions"
 SUBCOMMANDS: Final = ("run", "keys", "beacon", "status", "slowdown", "record", "worker")
-EXIT_USAGE: Final = 2
-EXIT_FAILURE: Final = 1
+#: Fleet options left out on the command line are absent from the parsed
+#: arguments (argparse.SUPPRESS) and keep FleetConfig's defaults: the
+#: defaults live in config.py only; help texts show them from there.
+SUPPRESS: Final = argparse.SUPPRESS
+_DEFAULTS: Final = FleetConfig()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,36 +110,36 @@ def _add_identity_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--count",
         type=_positive_int,
-        default=10,
-        help="number of minions (default: 10)",
+        default=SUPPRESS,
+        help=f"number of minions (default: {_DEFAULTS.count})",
     )
     parser.add_argument(
         "--prefix",
-        default=DEFAULT_PREFIX,
-        help="minion ids are PREFIX-NNNN (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"minion ids are PREFIX-NNNN (default: {_DEFAULTS.prefix})",
     )
     parser.add_argument(
         "--start-index",
         type=_non_negative_int,
-        default=1,
-        help="number of the first minion (default: 1)",
+        default=SUPPRESS,
+        help=f"number of the first minion (default: {_DEFAULTS.start_index})",
     )
     parser.add_argument(
         "--id-width",
         type=_positive_int,
-        default=DEFAULT_ID_WIDTH,
-        help="zero padding of the number (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"zero padding of the number (default: {_DEFAULTS.id_width})",
     )
     parser.add_argument(
         "--keys-dir",
-        default="evil-minions-keys",
-        help="where minion keys are cached (default: ./%(default)s)",
+        default=SUPPRESS,
+        help=f"where minion keys are cached (default: ./{_DEFAULTS.keys_dir})",
     )
     parser.add_argument(
         "--keysize",
         type=_positive_int,
-        default=DEFAULT_KEYSIZE,
-        help="RSA key size (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"RSA key size (default: {_DEFAULTS.keysize})",
     )
     parser.add_argument(
         "--seed-master",
@@ -159,130 +152,63 @@ def _build_run_parser(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="start a fleet (default)",
-        description="Start simulated minions against a salt-master.",
+        description="Start simulated minions against a salt-master. Every fleet "
+        "option defaults to FleetConfig's default (evil_minions/config.py).",
     )
     run.add_argument(
         "--master",
-        required=True,
-        help=f"master HOST or HOST:RET_PORT (default port {DEFAULT_RET_PORT})",
+        help=f"master HOST or HOST:RET_PORT (default port {_DEFAULTS.ret_port}); "
+        "required unless --config is given",
+    )
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="every fleet setting from FILE (FleetConfig.to_json, as a harness "
+        "writes it) instead of the options below",
+    )
+    run.add_argument(
+        "--keys-ready",
+        action="store_true",
+        help="the caller generated and accepted the keys already: skip that step",
     )
     run.add_argument(
         "--publish-port",
         type=_port,
-        default=DEFAULT_PUBLISH_PORT,
-        help="master publish port (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"master publish port (default: {_DEFAULTS.publish_port})",
     )
     run.add_argument(
         "--transport",
         choices=("zeromq", "tcp"),
-        default="zeromq",
-        help="master transport (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"master transport (default: {_DEFAULTS.transport})",
     )
     run.add_argument(
         "--processes",
         type=_positive_int,
-        default=1,
-        help="worker processes to spread minions over (default: 1)",
+        default=SUPPRESS,
+        help=f"worker processes to spread minions over (default: {_DEFAULTS.processes})",
     )
     _add_identity_args(run)
     run.add_argument(
-        "--run-dir", default="", help="sockets, status and logs (default: KEYS_DIR/run)"
+        "--run-dir",
+        default=SUPPRESS,
+        help="sockets, status and logs (default: KEYS_DIR/run)",
     )
     run.add_argument(
         "--ramp-rate",
         type=_non_negative_float,
-        default=0.0,
-        help="minions started per second, 0 = no limit (default: 0)",
+        default=SUPPRESS,
+        help=f"minions started per second, 0 = no limit (default: {_DEFAULTS.ramp_rate:g})",
     )
     run.add_argument(
         "--auth-concurrency",
         type=_positive_int,
-        default=DEFAULT_AUTH_CONCURRENCY,
-        help="sign-ins in flight per process (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"sign-ins in flight per process (default: {_DEFAULTS.auth_concurrency})",
     )
-    timing = run.add_argument_group("timing model")
-    timing.add_argument(
-        "--latency",
-        type=_latency,
-        default=LatencySpec(),
-        help="latency of every function: SECONDS or LOW-HIGH (default: 0)",
-    )
-    timing.add_argument(
-        "--function-latency",
-        action="append",
-        default=[],
-        metavar="FUN=LATENCY",
-        help="latency of one function, repeatable (e.g. pkg.list_pkgs=0.5-2)",
-    )
-    timing.add_argument(
-        "--state-duration",
-        type=_latency,
-        default=TimingModel().state_duration,
-        help="duration of a state run (default: 1-3)",
-    )
-    timing.add_argument(
-        "--slowdown",
-        type=_positive_float,
-        default=1.0,
-        help="multiply all latencies (default: 1)",
-    )
-    timing.add_argument(
-        "--max-concurrent-jobs",
-        type=_non_negative_int,
-        default=0,
-        help="jobs a minion runs at once, more wait; 0 = unlimited (default: 0)",
-    )
-    timing.add_argument(
-        "--exempt-functions",
-        default=",".join(sorted(DEFAULT_EXEMPT_FUNCTIONS)),
-        help="functions that never wait for a job slot (default: %(default)s)",
-    )
-    behaviour = run.add_argument_group("behaviour")
-    behaviour.add_argument(
-        "--replay",
-        dest="replay_file",
-        help="replay file with recorded returns of a real minion",
-    )
-    behaviour.add_argument(
-        "--replay-first",
-        action="store_true",
-        help="prefer replayed returns over simulated ones",
-    )
-    behaviour.add_argument(
-        "--no-startup-pillar",
-        dest="startup_pillar",
-        action="store_false",
-        help="do not fetch the pillar when a minion starts",
-    )
-    behaviour.add_argument(
-        "--state-count",
-        type=_positive_int,
-        default=DEFAULT_STATE_COUNT,
-        help="states in a simulated state run (default: %(default)s)",
-    )
-    behaviour.add_argument(
-        "--package-count",
-        type=_positive_int,
-        default=DEFAULT_PACKAGE_COUNT,
-        help="packages per minion (default: %(default)s)",
-    )
-    behaviour.add_argument(
-        "--request-timeout",
-        type=_positive_float,
-        default=DEFAULT_REQUEST_TIMEOUT,
-        help="seconds per request to the master (default: %(default)s)",
-    )
-    behaviour.add_argument(
-        "--request-tries",
-        type=_positive_int,
-        default=DEFAULT_REQUEST_TRIES,
-        help="tries per request (default: %(default)s)",
-    )
-    behaviour.add_argument(
-        "--seed",
-        type=int,
-        help="seed for latencies and package changes (default: random)",
-    )
+    _add_timing_args(run.add_argument_group("timing model"))
+    _add_behaviour_args(run.add_argument_group("behaviour"))
     control = run.add_argument_group("run control")
     control.add_argument(
         "--duration",
@@ -293,14 +219,110 @@ def _build_run_parser(sub: Any) -> None:
     control.add_argument(
         "--status-interval",
         type=_positive_float,
-        default=DEFAULT_STATUS_INTERVAL,
-        help="seconds between status file updates (default: %(default)s)",
+        default=SUPPRESS,
+        help="seconds between status file updates "
+        f"(default: {_DEFAULTS.status_interval:g})",
     )
     control.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
-        default="warning",
-        help="worker log level (default: %(default)s)",
+        default=SUPPRESS,
+        help=f"worker log level (default: {_DEFAULTS.log_level})",
+    )
+
+
+def _add_timing_args(timing: Any) -> None:
+    defaults = _DEFAULTS.timing
+    timing.add_argument(
+        "--latency",
+        type=_latency,
+        default=SUPPRESS,
+        help="latency of every function: SECONDS or LOW-HIGH "
+        f"(default: {defaults.default_latency.render()})",
+    )
+    timing.add_argument(
+        "--function-latency",
+        action="append",
+        default=SUPPRESS,
+        metavar="FUN=LATENCY",
+        help="latency of one function, repeatable (e.g. pkg.list_pkgs=0.5-2)",
+    )
+    timing.add_argument(
+        "--state-duration",
+        type=_latency,
+        default=SUPPRESS,
+        help=f"duration of a state run (default: {defaults.state_duration.render()})",
+    )
+    timing.add_argument(
+        "--slowdown",
+        type=_positive_float,
+        default=SUPPRESS,
+        help=f"multiply all latencies (default: {defaults.slowdown:g})",
+    )
+    timing.add_argument(
+        "--max-concurrent-jobs",
+        type=_non_negative_int,
+        default=SUPPRESS,
+        help="jobs a minion runs at once, more wait; 0 = unlimited "
+        f"(default: {defaults.max_concurrent_jobs})",
+    )
+    timing.add_argument(
+        "--exempt-functions",
+        default=SUPPRESS,
+        help="functions that never wait for a job slot "
+        f"(default: {','.join(sorted(defaults.exempt_functions))})",
+    )
+
+
+def _add_behaviour_args(behaviour: Any) -> None:
+    behaviour.add_argument(
+        "--replay",
+        dest="replay_file",
+        default=SUPPRESS,
+        help="replay file with recorded returns of a real minion",
+    )
+    behaviour.add_argument(
+        "--replay-first",
+        action="store_true",
+        default=SUPPRESS,
+        help="prefer replayed returns over simulated ones",
+    )
+    behaviour.add_argument(
+        "--no-startup-pillar",
+        dest="startup_pillar",
+        action="store_false",
+        default=SUPPRESS,
+        help="do not fetch the pillar when a minion starts",
+    )
+    behaviour.add_argument(
+        "--state-count",
+        type=_positive_int,
+        default=SUPPRESS,
+        help=f"states in a simulated state run (default: {_DEFAULTS.state_count})",
+    )
+    behaviour.add_argument(
+        "--package-count",
+        type=_positive_int,
+        default=SUPPRESS,
+        help=f"packages per minion (default: {_DEFAULTS.package_count})",
+    )
+    behaviour.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=SUPPRESS,
+        help=f"seconds per request to the master (default: {_DEFAULTS.request_timeout:g})",
+    )
+    behaviour.add_argument(
+        "--request-tries",
+        type=_positive_int,
+        default=SUPPRESS,
+        help=f"tries per request (default: {_DEFAULTS.request_tries})",
+    )
+    behaviour.add_argument(
+        "--seed",
+        type=int,
+        default=SUPPRESS,
+        help="seed for latencies and package changes (default: random)",
     )
 
 
@@ -315,7 +337,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     _build_run_parser(sub)
 
-    keys = sub.add_parser("keys", help="generate (and optionally seed) minion keys")
+    keys = sub.add_parser(
+        "keys",
+        help="generate (and optionally seed) minion keys; forget pinned master keys",
+    )
     _add_identity_args(keys)
 
     beacon = sub.add_parser(
@@ -378,63 +403,96 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: ``run`` / ``keys`` options stored under the name of a FleetConfig field
+_FLEET_FIELDS: Final = (
+    "publish_port", "transport", "processes", "count", "prefix", "start_index",
+    "id_width", "keys_dir", "run_dir", "keysize", "ramp_rate", "auth_concurrency",
+    "replay_file", "replay_first", "startup_pillar", "state_count",
+    "package_count", "request_timeout", "request_tries", "status_interval",
+    "log_level", "seed",
+)  # fmt: skip
+#: option names that differ from their FleetConfig field
+_OPTION_NAMES: Final = {
+    "replay_file": "--replay",
+    "startup_pillar": "--no-startup-pillar",
+}
+#: ``run`` options that make up the TimingModel
+_TIMING_OPTIONS: Final = (
+    "latency", "function_latency", "state_duration", "slowdown",
+    "max_concurrent_jobs", "exempt_functions",
+)  # fmt: skip
+
+
+def _timing_from_args(args: argparse.Namespace) -> TimingModel | None:
+    """The TimingModel of the given timing options, None if none was given."""
+    given = {k: getattr(args, k) for k in _TIMING_OPTIONS if hasattr(args, k)}
+    if not given:
+        return None
+    fields: dict[str, Any] = {}
+    if "latency" in given:
+        fields["default_latency"] = given.pop("latency")
+    if "function_latency" in given:
+        fields["per_function"] = parse_function_latencies(given.pop("function_latency"))
+    if "exempt_functions" in given:
+        fields["exempt_functions"] = frozenset(
+            f.strip() for f in given.pop("exempt_functions").split(",") if f.strip()
+        )
+    return TimingModel(**fields, **given)
+
+
 def config_from_args(args: argparse.Namespace) -> FleetConfig:
-    """Turn parsed ``run`` arguments into a :class:`FleetConfig` (raises ConfigError)."""
-    host, port = parse_master(args.master)
-    timing = TimingModel(
-        default_latency=args.latency,
-        per_function=parse_function_latencies(args.function_latency),
-        state_duration=args.state_duration,
-        slowdown=args.slowdown,
-        max_concurrent_jobs=args.max_concurrent_jobs,
-        exempt_functions=frozenset(
-            f.strip() for f in args.exempt_functions.split(",") if f.strip()
-        ),
-    )
-    return FleetConfig(
-        master_host=host,
-        ret_port=port or DEFAULT_RET_PORT,
-        publish_port=args.publish_port,
-        transport=args.transport,
-        count=args.count,
-        processes=args.processes,
-        prefix=args.prefix,
-        start_index=args.start_index,
-        id_width=args.id_width,
-        keys_dir=args.keys_dir,
-        run_dir=args.run_dir,
-        keysize=args.keysize,
-        ramp_rate=args.ramp_rate,
-        auth_concurrency=args.auth_concurrency,
-        timing=timing,
-        replay_file=args.replay_file,
-        replay_first=args.replay_first,
-        startup_pillar=args.startup_pillar,
-        state_count=args.state_count,
-        package_count=args.package_count,
-        request_timeout=args.request_timeout,
-        request_tries=args.request_tries,
-        status_interval=args.status_interval,
-        log_level=args.log_level,
-        seed=args.seed,
-    )
+    """
+    Turn parsed ``run`` or ``keys`` arguments into a :class:`FleetConfig`.
+
+    Options not given keep FleetConfig's defaults; ``run --config FILE``
+    reads the whole config from FILE instead. Raises ConfigError.
+    """
+    if getattr(args, "config", None):
+        given = [
+            k
+            for k in ("master", *_FLEET_FIELDS, *_TIMING_OPTIONS)
+            if getattr(args, k, None) is not None
+        ]
+        if given:
+            raise ConfigError(
+                f"--config {args.config} holds every fleet setting: drop "
+                + ", ".join(
+                    _OPTION_NAMES.get(k, f"--{k.replace('_', '-')}") for k in given
+                )
+            )
+        return FleetConfig.load(args.config)
+    fields: dict[str, Any] = {
+        k: getattr(args, k) for k in _FLEET_FIELDS if hasattr(args, k)
+    }
+    timing = _timing_from_args(args)
+    if timing is not None:
+        fields["timing"] = timing
+    master = getattr(args, "master", None)
+    if args.command == "run":
+        if not master:
+            raise ConfigError(
+                "the following arguments are required: --master (or --config FILE)"
+            )
+        fields["master_host"], port = parse_master(master)
+        if port is not None:
+            fields["ret_port"] = port
+    return FleetConfig(**fields)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from evil_minions.supervisor import (
-        FleetSupervisor,
-    )  # pylint: disable=import-outside-toplevel
+    from evil_minions.supervisor import FleetSupervisor
 
     cfg = config_from_args(args)
     return FleetSupervisor(
-        cfg, seed_master_pki=args.seed_master, duration=args.duration
+        cfg,
+        seed_master_pki=args.seed_master,
+        keys_ready=args.keys_ready,
+        duration=args.duration,
     ).run()
 
 
 def _cmd_keys(args: argparse.Namespace) -> int:
-    from evil_minions import keys  # pylint: disable=import-outside-toplevel
-
-    ids = minion_ids(args.prefix, args.count, args.start_index, args.id_width)
+    from evil_minions import keys
 
     def progress(done: int, total: int) -> None:
         print(
@@ -444,9 +502,10 @@ def _cmd_keys(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    keys.ensure_keys(args.keys_dir, ids, progress=progress, keysize=args.keysize)
+    written = keys.prepare_keys(
+        config_from_args(args), master_pki_dir=args.seed_master, progress=progress
+    )
     if args.seed_master:
-        written = keys.seed_master(args.keys_dir, args.seed_master, ids)
         print(
             f"seeded {written} new keys into {args.seed_master}/minions",
             file=sys.stderr,
@@ -455,7 +514,7 @@ def _cmd_keys(args: argparse.Namespace) -> int:
 
 
 def _cmd_beacon(args: argparse.Namespace) -> int:
-    from evil_minions import control  # pylint: disable=import-outside-toplevel
+    from evil_minions import control
 
     ids = None if args.all else [i.strip() for i in args.ids.split(",") if i.strip()]
     report = control.fire_beacons(
@@ -471,7 +530,7 @@ def _cmd_beacon(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from evil_minions import control, status  # pylint: disable=import-outside-toplevel
+    from evil_minions import control, status
 
     if args.live:
         print(
@@ -488,7 +547,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_slowdown(args: argparse.Namespace) -> int:
-    from evil_minions import control  # pylint: disable=import-outside-toplevel
+    from evil_minions import control
 
     control.set_slowdown(args.run_dir, args.factor)
     return 0
@@ -496,9 +555,7 @@ def _cmd_slowdown(args: argparse.Namespace) -> int:
 
 def parse_call(text: str) -> Any:
     """``"cmd.run 'uname -a' python_shell=True"`` -> ReplayCall(fun, args, kwargs)."""
-    from evil_minions.replay import (
-        ReplayCall,
-    )  # pylint: disable=import-outside-toplevel
+    from evil_minions.replay import ReplayCall
 
     words = shlex.split(text)
     if not words or "." not in words[0]:
@@ -511,11 +568,11 @@ def parse_call(text: str) -> Any:
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
-    import os  # pylint: disable=import-outside-toplevel
+    import os
 
-    import salt.client  # pylint: disable=import-outside-toplevel
+    import salt.client
 
-    from evil_minions import replay  # pylint: disable=import-outside-toplevel
+    from evil_minions import replay
 
     calls = [parse_call(c) for c in args.calls]
     client = salt.client.LocalClient(c_path=os.path.join(args.config_dir, "master"))
@@ -530,7 +587,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    from evil_minions.fleet import run_worker  # pylint: disable=import-outside-toplevel
+    from evil_minions.fleet import run_worker
 
     return run_worker(args.run_dir, args.index)
 
@@ -548,42 +605,29 @@ _COMMANDS: Final = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    return run_cli(
+        _main,
+        argv,
+        prog=PROG,
+        errors={ConfigError: EXIT_USAGE, EvilMinionsError: EXIT_FAILURE},
+    )
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in (*SUBCOMMANDS, "-h", "--help"):
         argv.insert(0, "run")
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    # Imported here so `--help` and argument errors stay fast.
-    from evil_minions.control import (
-        ControlError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.keys import (
-        KeyStoreError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.replay import (
-        ReplayError,
-    )  # pylint: disable=import-outside-toplevel
-    from evil_minions.supervisor import (
-        FleetError,
-    )  # pylint: disable=import-outside-toplevel
-
+    args = _build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
-    except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except (FleetError, KeyStoreError, ControlError, ReplayError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # pylint: disable=broad-except
+    except EvilMinionsError:
+        raise
+    except Exception as exc:
         # Salt's client errors (master down, bad config dir) are user-facing
-        # conditions, not bugs: report them in one line too.
-        import salt.exceptions  # pylint: disable=import-outside-toplevel
+        # conditions, not bugs: report them in one line too. Imported here so
+        # `--help` and argument errors stay fast.
+        import salt.exceptions
 
         if isinstance(exc, salt.exceptions.SaltException):
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
-            return EXIT_FAILURE
+            raise EvilMinionsError(str(exc)) from exc
         raise

@@ -2,9 +2,11 @@
 Typed configuration of a simulated fleet: one place for every knob and default.
 
 ``FleetConfig`` is what the CLI parses into and what the harness builds
-directly; it round-trips through JSON (``to_json`` / ``from_json``) because the
-supervisor hands it to its worker processes in a file, and through argv
-(``to_argv``) because the harness starts the fleet as a subprocess.
+directly; it round-trips through JSON (``to_json`` / ``from_json``): the
+supervisor hands it to its worker processes in a file, and a harness hands it
+to the supervisor the same way (``python -m evil_minions run --config FILE``,
+read with :meth:`FleetConfig.load`). The CLI's flags take their defaults from
+here too.
 
 ``TimingModel`` describes how long simulated work takes: a latency per
 function (fixed or uniformly random within bounds), a global slowdown factor
@@ -21,6 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from evil_minions.errors import EvilMinionsError
+
 DEFAULT_PREFIX: Final = "evil"
 DEFAULT_PUBLISH_PORT: Final = 4505
 DEFAULT_RET_PORT: Final = 4506
@@ -32,6 +36,8 @@ DEFAULT_AUTH_CONCURRENCY: Final = 32
 DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 DEFAULT_REQUEST_TRIES: Final = 3
 DEFAULT_STATUS_INTERVAL: Final = 1.0
+#: relative to the current directory: meant for a person at a shell
+DEFAULT_KEYS_DIR: Final = "evil-minions-keys"
 
 #: Functions that never wait for a free job slot. A real minion queues every
 #: job once ``process_count_max`` is reached, but with the master's
@@ -46,7 +52,7 @@ _LATENCY_RE: Final = re.compile(
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(EvilMinionsError, ValueError):
     """A configuration value a user supplied is invalid; the message names it."""
 
 
@@ -221,7 +227,7 @@ class FleetConfig:
     prefix: str = DEFAULT_PREFIX
     start_index: int = 1
     id_width: int = DEFAULT_ID_WIDTH
-    keys_dir: str = "evil-minions-keys"
+    keys_dir: str = DEFAULT_KEYS_DIR
     run_dir: str = ""
     keysize: int = DEFAULT_KEYSIZE
     #: minions started per second over the whole fleet (0: as fast as possible)
@@ -305,53 +311,30 @@ class FleetConfig:
         data["timing"] = TimingModel.from_dict(data["timing"])
         return cls(**data)
 
-    def to_argv(self) -> list[str]:
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> FleetConfig:
         """
-        Command line arguments (after ``python -m evil_minions``) for this config.
+        Read a file written from :meth:`to_json`; errors name the file.
 
         .. code-block:: python
 
-            subprocess.Popen([sys.executable, "-m", "evil_minions", *cfg.to_argv()])
+            FleetConfig.load("/tmp/fleet/fleet.json").count  # 1000
         """
-        t = self.timing
-        argv = [
-            "--master", f"{self.master_host}:{self.ret_port}",
-            "--publish-port", str(self.publish_port),
-            "--transport", self.transport,
-            "--count", str(self.count),
-            "--processes", str(self.processes),
-            "--prefix", self.prefix,
-            "--start-index", str(self.start_index),
-            "--id-width", str(self.id_width),
-            "--keys-dir", self.keys_dir,
-            "--keysize", str(self.keysize),
-            "--ramp-rate", f"{self.ramp_rate:g}",
-            "--auth-concurrency", str(self.auth_concurrency),
-            "--latency", t.default_latency.render(),
-            "--state-duration", t.state_duration.render(),
-            "--slowdown", f"{t.slowdown:g}",
-            "--max-concurrent-jobs", str(t.max_concurrent_jobs),
-            "--exempt-functions", ",".join(sorted(t.exempt_functions)),
-            "--state-count", str(self.state_count),
-            "--package-count", str(self.package_count),
-            "--request-timeout", f"{self.request_timeout:g}",
-            "--request-tries", str(self.request_tries),
-            "--status-interval", f"{self.status_interval:g}",
-            "--log-level", self.log_level,
-        ]  # fmt: skip
-        for fun, spec in sorted(t.per_function.items()):
-            argv += ["--function-latency", f"{fun}={spec.render()}"]
-        if self.run_dir:
-            argv += ["--run-dir", self.run_dir]
-        if self.replay_file:
-            argv += ["--replay", self.replay_file]
-        if self.replay_first:
-            argv.append("--replay-first")
-        if not self.startup_pillar:
-            argv.append("--no-startup-pillar")
-        if self.seed is not None:
-            argv += ["--seed", str(self.seed)]
-        return argv
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read fleet config {path}: {exc.strerror}"
+            ) from None
+        try:
+            return cls.from_json(text)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(
+                f"{path} is not a fleet config (FleetConfig.to_json): {exc!r}"
+            ) from None
 
 
 def minion_ids(

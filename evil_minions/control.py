@@ -40,6 +40,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from evil_minions.errors import EvilMinionsError
+
 log = logging.getLogger(__name__)
 
 SOCKET_GLOB: Final = "control-*.sock"
@@ -48,7 +50,7 @@ _MAX_LINE: Final = 16 * 1024 * 1024
 Handler = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
-class ControlError(Exception):
+class ControlError(EvilMinionsError):
     """The fleet could not be reached or refused a request; the message says why."""
 
 
@@ -111,7 +113,7 @@ class ControlServer:
             }
         try:
             return await self._handler(request)
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             log.exception("control request %r failed", request)
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 

@@ -153,7 +153,7 @@ class FleetWorker:
             self._write_status()
 
     def _build_context(self) -> ProcessContext:
-        import tornado.ioloop  # pylint: disable=import-outside-toplevel
+        import tornado.ioloop
 
         cfg = self.cfg
         self._base_opts = base_opts(cfg, self.run_dir)
@@ -167,7 +167,7 @@ class FleetWorker:
         )
         zmq_context = None
         if cfg.transport == "zeromq":
-            import zmq.asyncio  # pylint: disable=import-outside-toplevel
+            import zmq.asyncio
 
             zmq_context = zmq.asyncio.Context()
             # libzmq allows 1023 sockets per context by default; every
@@ -193,7 +193,7 @@ class FleetWorker:
 
     async def _connect_publisher(self) -> None:
         """Subscribe to the master's publisher, retrying until it answers."""
-        import salt.channel.client  # pylint: disable=import-outside-toplevel
+        import salt.channel.client
 
         assert self._ctx is not None
         opts = minion_opts(self._base_opts, self.cfg.keys_dir, self.ids[0])
@@ -209,7 +209,7 @@ class FleetWorker:
                 channel.event = None
             try:
                 await channel.connect()
-            except Exception as exc:  # pylint: disable=broad-except
+            except Exception as exc:
                 # The subscription signs in as the first minion: a failure
                 # here is that minion's authentication failing.
                 self.stats.auth_failures += 1
@@ -269,7 +269,7 @@ class FleetWorker:
                     return True
                 except asyncio.CancelledError:
                     raise
-                except Exception as exc:  # pylint: disable=broad-except
+                except Exception as exc:
                     if not minion.authenticated:
                         self.stats.auth_failures += 1
                     log.warning(
@@ -423,10 +423,10 @@ def setup_worker_logging(run_dir: str, index: int, level: str) -> None:
     root.addHandler(handler)
     root.setLevel(level.upper())
     try:
-        import salt._logging  # pylint: disable=import-outside-toplevel,protected-access
+        import salt._logging
 
         # Salt prints early log records to stderr until logging is set up.
-        salt._logging.shutdown_temp_handler()  # pylint: disable=protected-access
+        salt._logging.shutdown_temp_handler()
     except (ImportError, AttributeError):
         pass
 

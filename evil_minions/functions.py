@@ -50,16 +50,20 @@ class MinionServices(Protocol):
     """What a simulated function may use of the minion running it."""
 
     @property
-    def minion_id(self) -> str: ...
+    def minion_id(self) -> str:
+        """The minion's id."""
 
     @property
-    def grains(self) -> Mapping[str, Any]: ...
+    def grains(self) -> Mapping[str, Any]:
+        """The minion's synthetic grains."""
 
     @property
-    def packages(self) -> PackageSet: ...
+    def packages(self) -> PackageSet:
+        """The minion's installed packages."""
 
     @property
-    def jobs(self) -> JobTracker: ...
+    def jobs(self) -> JobTracker:
+        """The minion's running jobs and job slots."""
 
     @property
     def pillar(self) -> Mapping[str, Any] | None:
@@ -113,7 +117,7 @@ def missing_function(fun: str) -> JobOutcome:
 
 def _traverse(data: Any, key: str, default: Any, delimiter: str) -> Any:
     # Salt's own traversal keeps "a:b:c" semantics (lists by index, etc.).
-    import salt.utils.data  # pylint: disable=import-outside-toplevel
+    import salt.utils.data
 
     return salt.utils.data.traverse_dict_and_list(data, key, default, delimiter)
 
@@ -280,7 +284,7 @@ class SimulatedFunctions:
         )
 
     def _state_conflict(self, jid: str) -> list[str]:
-        import salt.utils.jid  # pylint: disable=import-outside-toplevel
+        import salt.utils.jid
 
         return [
             'The function "{}" is running as PID {} and was started at {} with jid {}'.format(
@@ -416,8 +420,8 @@ async def _call(
     functions: SimulatedFunctions,
     publication: Mapping[str, Any],
 ) -> JobOutcome:
-    import salt.exceptions  # pylint: disable=import-outside-toplevel
-    import salt.minion  # pylint: disable=import-outside-toplevel
+    import salt.exceptions
+    import salt.minion
 
     try:
         args, kwargs = salt.minion.load_args_and_kwargs(
@@ -439,7 +443,7 @@ async def _call(
             EX_GENERIC,
             "nested",
         )
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         log.warning("simulated %s failed", fun, exc_info=True)
         return JobOutcome(
             f"The minion function caused an exception: {traceback.format_exc()}",

@@ -10,13 +10,17 @@ Keys are made by Salt's own helper (``salt.crypt.gen_keys``). Generating 2048
 bit keys costs tens of milliseconds each, so missing keys are generated in a
 pool of worker processes and ``progress`` is called after every key.
 
+:func:`prepare_keys` is the one way a fleet's keys are made ready before it
+starts (the supervisor, ``python -m evil_minions keys`` and a harness all call
+it): generate the missing ones, forget master keys pinned in an earlier run,
+optionally accept them on a master.
+
 .. code-block:: python
 
-    from evil_minions import keys
+    from evil_minions import FleetConfig, prepare_keys
 
-    ids = [f"evil-{n:04d}" for n in range(1, 1001)]
-    pubs = keys.ensure_keys("/var/tmp/em-keys", ids, progress=print)
-    keys.seed_master("/var/tmp/em-keys", "/etc/salt/pki/master", ids)
+    cfg = FleetConfig(count=1000, keys_dir="/var/tmp/em-keys")
+    prepare_keys(cfg, master_pki_dir="/etc/salt/pki/master", progress=print)
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from evil_minions.config import DEFAULT_KEYSIZE
+from evil_minions.config import DEFAULT_KEYSIZE, FleetConfig
+from evil_minions.errors import EvilMinionsError
 
 PRIVATE_KEY_NAME: Final = "minion.pem"
 PUBLIC_KEY_NAME: Final = "minion.pub"
@@ -43,7 +48,7 @@ _CONFLICTING_MASTER_DIRS: Final = ("minions_pre", "minions_rejected", "minions_d
 ProgressCallback = Callable[[int, int], None]
 
 
-class KeyStoreError(Exception):
+class KeyStoreError(EvilMinionsError):
     """A key could not be generated, read or seeded; the message names the path."""
 
 
@@ -60,7 +65,7 @@ def _key_paths(keys_dir: str | os.PathLike[str], minion_id: str) -> tuple[Path, 
 def _generate_pair(keysize: int) -> tuple[str, str]:
     # Imported here so the worker processes of the pool pay for importing
     # salt.crypt only when they generate a key.
-    import salt.crypt  # pylint: disable=import-outside-toplevel
+    import salt.crypt
 
     priv, pub = salt.crypt.gen_keys(keysize)
     return str(priv), str(pub)
@@ -78,6 +83,32 @@ def _write_pair(priv_path: Path, pub_path: Path, priv: str, pub: str) -> None:
     tmp_pub = pub_path.with_suffix(".pub.tmp")
     tmp_pub.write_text(pub, encoding="utf-8")
     tmp_pub.replace(pub_path)
+
+
+def prepare_keys(
+    cfg: FleetConfig,
+    *,
+    master_pki_dir: str | os.PathLike[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """
+    Make the keys of ``cfg``'s minions ready for a start; return how many were seeded.
+
+    Missing key pairs are generated (:func:`ensure_keys`), master keys pinned
+    in an earlier run are forgotten (:func:`forget_master_keys`) and, given
+    ``master_pki_dir``, the public keys are accepted there
+    (:func:`seed_master`; 0 is returned without it).
+
+    .. code-block:: python
+
+        prepare_keys(FleetConfig(count=3, keys_dir="keys"), master_pki_dir="pki")  # 3
+    """
+    ids = cfg.minion_ids()
+    ensure_keys(cfg.keys_dir, ids, progress=progress, keysize=cfg.keysize)
+    forget_master_keys(cfg.keys_dir, ids)
+    if master_pki_dir is None:
+        return 0
+    return seed_master(cfg.keys_dir, master_pki_dir, ids)
 
 
 def ensure_keys(
@@ -242,10 +273,8 @@ def load_private_key(pki_dir: str | os.PathLike[str]) -> Any:
     generator, so the check is skipped; the object is Salt's ``PrivateKey`` in
     every other respect.
     """
-    import salt.crypt  # pylint: disable=import-outside-toplevel
-    from cryptography.hazmat.primitives import (
-        serialization,
-    )  # pylint: disable=import-outside-toplevel
+    import salt.crypt
+    from cryptography.hazmat.primitives import serialization
 
     priv_path = Path(pki_dir) / PRIVATE_KEY_NAME
     try:
@@ -258,5 +287,5 @@ def load_private_key(pki_dir: str | os.PathLike[str]) -> Any:
     private = salt.crypt.PrivateKey.__new__(salt.crypt.PrivateKey)
     # What PrivateKey.__init__ sets, minus the validating load.
     private.key = key
-    private._signer = None  # pylint: disable=protected-access
+    private._signer = None
     return private

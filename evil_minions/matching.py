@@ -59,7 +59,7 @@ class TargetMatcher:
     def __init__(self, opts: Mapping[str, Any]) -> None:
         # Imported lazily: salt.loader is heavy and not needed by the pure
         # helpers of this package (grains, keys, replay).
-        import salt.loader  # pylint: disable=import-outside-toplevel
+        import salt.loader
 
         context: MutableMapping[str, Any] = {}
         self._matchers = salt.loader.matchers(dict(opts), context=context)
@@ -88,7 +88,7 @@ class TargetMatcher:
             kwargs["delimiter"] = load.get("delimiter", ":")
         try:
             return bool(func(load["tgt"], **kwargs))
-        except Exception:  # pylint: disable=broad-except
+        except Exception:
             log.warning(
                 "matcher %s failed on %r for %s",
                 tgt_type,

@@ -156,7 +156,7 @@ class SimulatedMinion:
             "ver": "2",
             "cmd": "_pillar",
         }
-        import salt.exceptions  # pylint: disable=import-outside-toplevel
+        import salt.exceptions
 
         stats = self._ctx.stats
         started = time.monotonic()
@@ -205,7 +205,7 @@ class SimulatedMinion:
         Raises ``salt.exceptions.SaltClientError`` (or a timeout) if the master
         does not accept this minion; the caller retries.
         """
-        import salt.channel.client  # pylint: disable=import-outside-toplevel
+        import salt.channel.client
 
         stats = self._ctx.stats
         if self._channel is None:
@@ -218,7 +218,7 @@ class SimulatedMinion:
             # Salt would load (and expensively validate) the key on first
             # use, through a per-minion cache loader; hand it over instead.
             key = load_private_key(self.opts["pki_dir"])
-            auth._private_key = key  # pylint: disable=protected-access
+            auth._private_key = key
         await auth.authenticate()
         self._tok = auth.gen_token(b"salt")
         if not self.authenticated:
@@ -236,7 +236,7 @@ class SimulatedMinion:
         """
         try:
             await self.fetch_pillar()
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             # A real minion starts without pillar too; pillar.* will retry.
             log.warning("%s: startup pillar failed: %s", self.minion_id, exc)
 
@@ -248,7 +248,7 @@ class SimulatedMinion:
         self._ctx.release_transport(channel)
         try:
             await asyncio.wait_for(channel.close_async(), 6)
-        except Exception:  # pylint: disable=broad-except
+        except Exception:
             log.debug("%s: closing channel failed", self.minion_id, exc_info=True)
 
     # -- publications and jobs ----------------------------------------------------
@@ -309,7 +309,7 @@ class SimulatedMinion:
             await self._channel.send(
                 ret, timeout=self._ctx.request_timeout, tries=self._ctx.request_tries
             )
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             self._ctx.stats.return_errors += 1
             log.warning(
                 "%s: return of job %s failed: %s", self.minion_id, load["jid"], exc
@@ -362,7 +362,7 @@ class SimulatedMinion:
             await self._fire_master(
                 data=data, tag=f"salt/job/{load['jid']}/start/{self.minion_id}"
             )
-        except Exception as exc:  # pylint: disable=broad-except
+        except Exception as exc:
             log.warning("%s: job start event failed: %s", self.minion_id, exc)
 
     async def fire_beacon(

@@ -44,10 +44,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
+from evil_minions.errors import EvilMinionsError
+
 FORMAT: Final = "evil_minions.replay/1"
 
 
-class ReplayError(Exception):
+class ReplayError(EvilMinionsError):
     """A replay file cannot be read or written, or a recording failed."""
 
 

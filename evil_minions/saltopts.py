@@ -33,7 +33,7 @@ _AUTH_RETRIES: int = 3
 
 def base_opts(cfg: FleetConfig, run_dir: str) -> dict[str, Any]:
     """Salt minion opts shared by every simulated minion of a process."""
-    import salt.config  # pylint: disable=import-outside-toplevel
+    import salt.config
 
     opts: dict[str, Any] = dict(salt.config.minion_config(None))
     opts.update(

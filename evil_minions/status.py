@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from evil_minions.errors import EvilMinionsError
+
 STATUS_FILE: Final = "status.json"
 PROCESS_STATUS_GLOB: Final = "status-*.json"
 
@@ -50,6 +52,10 @@ _ERROR_COUNTERS: Final = (
     "event_errors",
     "pillar_errors",
 )
+
+
+class FleetStoppedError(EvilMinionsError, RuntimeError):
+    """The fleet failed or stopped while a caller waited for it to be ready."""
 
 
 @dataclasses.dataclass
@@ -203,7 +209,7 @@ def wait_ready(
     left by an earlier run in the same run dir is ignored); with ``pid`` only
     one written by that supervisor process. Raises ``TimeoutError`` (with the
     last status in the message) after ``timeout`` seconds, and
-    ``RuntimeError`` if the fleet failed or stopped meanwhile.
+    :class:`FleetStoppedError` if the fleet failed or stopped meanwhile.
     """
     called = time.time()
     deadline = time.monotonic() + timeout
@@ -219,7 +225,7 @@ def wait_ready(
             if last.get("ready"):
                 return last
             if last.get("state") in ("failed", "stopped"):
-                raise RuntimeError(
+                raise FleetStoppedError(
                     f"fleet in {run_dir} is {last['state']}: {format_summary(last)}"
                 )
         time.sleep(poll)

@@ -1,8 +1,10 @@
 """
 ``FleetSupervisor``: the process the user starts; it owns the worker processes.
 
-It prepares keys (generating missing ones with a progress display), optionally
-seeds them into a master's ``pki_dir``, starts one worker process per
+It prepares keys (:func:`evil_minions.keys.prepare_keys`: generating missing
+ones with a progress display, optionally seeding them into a master's
+``pki_dir``) unless its caller did that already (``keys_ready``, as the
+harness does), starts one worker process per
 ``--processes`` (``python -m evil_minions worker``), shows start-up progress
 on stderr, and keeps ``<run_dir>/status.json`` current.
 
@@ -33,8 +35,9 @@ from typing import Final, TextIO
 import evil_minions
 from evil_minions.config import FleetConfig, split_evenly
 from evil_minions.control import control_sockets, socket_path
+from evil_minions.errors import EvilMinionsError
 from evil_minions.fleet import write_fleet_file
-from evil_minions.keys import ensure_keys, forget_master_keys, seed_master
+from evil_minions.keys import prepare_keys
 from evil_minions.replay import ReplayStore
 from evil_minions.status import (
     STATUS_FILE,
@@ -52,7 +55,7 @@ _STOP_GRACE: Final = 20.0
 _MAX_UNIX_PATH: Final = 108
 
 
-class FleetError(Exception):
+class FleetError(EvilMinionsError):
     """The fleet cannot start; the message says what to fix."""
 
 
@@ -64,6 +67,7 @@ class FleetSupervisor:
         cfg: FleetConfig,
         *,
         seed_master_pki: str | None = None,
+        keys_ready: bool = False,
         duration: float = 0.0,
         stdout: TextIO = sys.stdout,
         stderr: TextIO = sys.stderr,
@@ -71,6 +75,7 @@ class FleetSupervisor:
         self.cfg = cfg
         self.run_dir = cfg.effective_run_dir
         self.seed_master_pki = seed_master_pki
+        self.keys_ready = keys_ready
         self.duration = duration
         self.out = stdout
         self.err = stderr
@@ -85,8 +90,8 @@ class FleetSupervisor:
     # -- preparation ----------------------------------------------------------------------
 
     def prepare(self) -> list[str]:
-        """Check the run dir, make keys, forget pinned master keys, seed the
-        master; return the minion ids."""
+        """Check the run dir, prepare the keys unless they are ready; return
+        the minion ids."""
         run_dir = Path(self.run_dir)
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -115,23 +120,20 @@ class FleetSupervisor:
         if self.cfg.replay_file:
             try:
                 ReplayStore.load(self.cfg.replay_file)
-            except Exception as exc:  # pylint: disable=broad-except
+            except Exception as exc:
                 raise FleetError(str(exc)) from exc
-        ids = self.cfg.minion_ids()
-        ensure_keys(
-            self.cfg.keys_dir,
-            ids,
-            progress=self._key_progress,
-            keysize=self.cfg.keysize,
-        )
-        forget_master_keys(self.cfg.keys_dir, ids)
-        if self.seed_master_pki:
-            written = seed_master(self.cfg.keys_dir, self.seed_master_pki, ids)
-            self._say(
-                f"seeded {written} new keys into {self.seed_master_pki}/minions",
-                err=True,
+        if not self.keys_ready:
+            written = prepare_keys(
+                self.cfg,
+                master_pki_dir=self.seed_master_pki,
+                progress=self._key_progress,
             )
-        return ids
+            if self.seed_master_pki:
+                self._say(
+                    f"seeded {written} new keys into {self.seed_master_pki}/minions",
+                    err=True,
+                )
+        return self.cfg.minion_ids()
 
     def _key_progress(self, done: int, total: int) -> None:
         if done == total and self._last_progress == 0.0:
@@ -302,7 +304,7 @@ class FleetSupervisor:
 
 
 def _socket_alive(path: Path) -> bool:
-    import socket  # pylint: disable=import-outside-toplevel
+    import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(1.0)

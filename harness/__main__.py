@@ -1,3 +1,5 @@
+"""``python -m harness``: see :mod:`harness.cli`."""
+
 import sys
 
 from harness.cli import main

@@ -22,12 +22,28 @@ def _whole_number(value: str, at_least: int, what: str) -> int:
 
 
 def port(value: str) -> int:
+    """A TCP port, 1-65535 (argparse type)."""
     return _whole_number(value, 1, "port number")
 
 
 def positive(value: str) -> int:
+    """A whole number >= 1 (argparse type)."""
     return _whole_number(value, 1, "whole number")
 
 
 def non_negative(value: str) -> int:
+    """A whole number >= 0 (argparse type)."""
     return _whole_number(value, 0, "whole number")
+
+
+def seconds(value: str) -> float:
+    """A duration in seconds, 0 or more (fractions allowed)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number of seconds: {value!r}"
+        ) from None
+    if not number >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
+    return number

@@ -1,7 +1,8 @@
 """``python -m harness``: vendor Salt, bring a stack up or down, run the demo.
 
 Every error a user can cause ends in one ``error:`` line (or a short block
-with a log tail) and exit code 2; Ctrl-C stops what was started and exits 130.
+with a log tail) and exit code 2; Ctrl-C or SIGTERM stops what was started and
+exits 130 (see :mod:`harness.entrypoint`).
 """
 
 from __future__ import annotations
@@ -9,19 +10,23 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
+from typing import TYPE_CHECKING
 
 from harness import argtypes
+from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
+from harness.saltcmd import SALT_COMMANDS
+
+if TYPE_CHECKING:
+    # imported lazily at run time: `vendor` must work before Salt is installed
+    from harness.postgres import ConnectionInfo
+    from harness.stack import Stack, StackSettings, StackState
 
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
 DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 def _add_stack_options(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +61,41 @@ def _add_stack_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_capability_options(parser: argparse.ArgumentParser) -> None:
+    """What ``up`` can switch on beyond the plain stack."""
+    parser.add_argument(
+        "--ext-pillar",
+        choices=["db"],
+        help="db: pillars from PostgreSQL through the patched postgres ext_pillar "
+        "(salt_pillar_rows()), with example rows for every minion at each scope",
+    )
+    parser.add_argument(
+        "--rate-limiting",
+        action="store_true",
+        help="turn on the master's rate limiting (Salt's defaults unless the "
+        "options below say otherwise)",
+    )
+    parser.add_argument("--max-master-jobs", type=argtypes.positive, metavar="N")
+    parser.add_argument("--max-minion-jobs", type=argtypes.positive, metavar="N")
+    parser.add_argument("--max-queue", type=argtypes.positive, metavar="N")
+    parser.add_argument(
+        "--master-opts",
+        type=Path,
+        metavar="FILE",
+        help="YAML mapping of extra master options (applied last)",
+    )
+    parser.add_argument(
+        "--api",
+        action="store_true",
+        help="also start salt-api (rest_cherrypy, no TLS) on loopback",
+    )
+    parser.add_argument(
+        "--api-port", type=argtypes.port, help="salt-api port (implies --api)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -76,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"state and data (default {DEFAULT_ROOT})",
     )
     _add_stack_options(p)
+    _add_capability_options(p)
     for name, help_text in (
         ("status", "show the recorded stack"),
         ("down", "stop the recorded stack"),
@@ -83,8 +123,33 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
 
+    p = sub.add_parser(
+        "restart",
+        help="restart a part of the running stack, recording its new pid",
+    )
+    p.add_argument("part", choices=["master"], help="what to restart")
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    p.add_argument(
+        "--master-opts",
+        type=Path,
+        metavar="FILE",
+        help="YAML mapping of master options to set before the restart",
+    )
+    for command in SALT_COMMANDS:
+        p = sub.add_parser(
+            command,
+            help=f"run Salt's {command} against the running stack "
+            f"(python -m harness {command} [--root DIR] ARGS...)",
+            add_help=False,
+        )
     p = sub.add_parser("demo", help="start a stack, run every scenario, report, stop")
     _add_stack_options(p)
+
+    p = sub.add_parser(
+        "sql", help="run one SQL statement on the running stack's PostgreSQL"
+    )
+    p.add_argument("statement", help='e.g. "SELECT count(*) FROM salt_pillar"')
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
 
     pillar = sub.add_parser("pillar", help="pillars in PostgreSQL: generate, import")
     psub = pillar.add_subparsers(dest="pillar_command", required=True, metavar="ACTION")
@@ -110,9 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-untyped-def]
+def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
+    from harness.errors import simulator_errors
+    from harness.fleet import FleetConfig
     from harness.stack import StackSettings
 
+    with simulator_errors():
+        fleet = FleetConfig(count=args.minions) if args.minions else None
     return StackSettings.from_env(
         dsn=args.dsn or os.environ.get("SALTFLEET_PG_DSN") or None,
         pg_port=args.pg_port,
@@ -120,12 +189,13 @@ def _settings(args: argparse.Namespace, **extra: object):  # type: ignore[no-unt
         ret_port=args.ret_port,
         worker_threads=args.worker_threads,
         real_minion=not args.no_minion,
-        simulated_minions=args.minions,
+        fleet=fleet,
         **extra,
     )
 
 
 def cmd_vendor(args: argparse.Namespace) -> int:
+    """``vendor``: unpack the pinned sdist into salt/src and apply the series."""
     from harness import vendor
 
     vendor.vendor(force=args.force)
@@ -133,6 +203,7 @@ def cmd_vendor(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``export-patches``: write salt/src's commits to patches/."""
     from harness import vendor
 
     vendor.export_patches()
@@ -140,6 +211,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    """``up``: start a stack in ``--root`` and leave it running."""
     from harness.stack import STATE_FILE, Stack, StackState
 
     root = args.root.resolve()
@@ -150,21 +222,91 @@ def cmd_up(args: argparse.Namespace) -> int:
                 f"a stack is already running in {root}; run `python -m harness down` first"
             )
         state.stop()
-    stack = Stack(_settings(args, root=root))
+    stack = Stack(_settings(args, root=root, **_capabilities(args)))
     print(f"starting stack in {root} ...", flush=True)
     stack.start()
+    notes = _load_example_pillars(stack) if args.ext_pillar == "db" else []
+    credentials = stack.api.credentials if stack.api is not None else None
     state = stack.detach()
     print(_describe(state))
-    print(f"\nuse: salt -c {state.master_conf_dir} '*' test.ping")
+    for note in notes:
+        print(note)
+    print(
+        "\nuse Salt against it: nox -s harness -- salt '*' test.ping"
+        "   (also salt-run, salt-key, salt-call)"
+    )
+    if credentials is not None:
+        print(
+            f"salt-api: {credentials.url}  user {credentials.user}  "
+            f"password {credentials.password}  eauth {credentials.eauth}\n"
+            f"  curl -sS {credentials.url}/login -H 'Accept: application/json' "
+            f"-d username={credentials.user} -d password={credentials.password} "
+            f"-d eauth={credentials.eauth}"
+        )
     return 0
 
 
-def _describe(state) -> str:  # type: ignore[no-untyped-def]
+def _capabilities(args: argparse.Namespace) -> dict[str, object]:
+    """StackSettings fields for ``up``'s --ext-pillar, --rate-limiting,
+    --master-opts and --api; rate-limit limits without --rate-limiting are
+    refused."""
+    from harness.pillar.variants import db_ext_pillar
+    from harness.ratelimit import RateLimiting
+    from harness.restart import load_options
+    from harness.saltapi import ApiSettings
+
+    limits = {
+        name: value
+        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
+        if (value := getattr(args, name)) is not None
+    }
+    if limits and not args.rate_limiting:
+        flags = ", ".join("--" + name.replace("_", "-") for name in limits)
+        verb = "needs" if len(limits) == 1 else "need"
+        raise HarnessError(f"{flags} {verb} --rate-limiting")
+    options: dict[str, object] = {}
+    if args.rate_limiting:
+        options.update(RateLimiting(**limits).master_options(args.worker_threads))
+    if args.master_opts:
+        options.update(load_options(args.master_opts))
+    extra: dict[str, object] = {"master_opts": options}
+    if args.ext_pillar == "db":
+        extra["ext_pillar"] = db_ext_pillar()
+    if args.api or args.api_port is not None:
+        extra["api"] = ApiSettings(port=args.api_port)
+    return extra
+
+
+def _load_example_pillars(stack: Stack) -> list[str]:
+    """Store example pillar rows for every minion of ``stack`` and have the
+    minions fetch them; return what to tell the user."""
+    from harness.pillar.generate import FleetShape, generate
+    from harness.pillar.store import store_fleet
+
+    assert stack.pg is not None, "the stack is started"
+    ids = ([stack.minion.minion_id] if stack.minion else []) + (
+        list(stack.fleet.ids) if stack.fleet else []
+    )
+    if not ids:
+        return ["pillars: no minions, no example rows loaded"]
+    pillars = generate(ids, FleetShape(orgs=2, groups_per_org=3))
+    store_fleet(stack.pg, pillars)
+    stack.cmd("*", "saltutil.refresh_pillar", timeout=120)
+    return [
+        f"pillars: example rows for {len(ids)} minions in {len(pillars.orgs)} orgs "
+        f"and {len(pillars.groups)} groups ({len(pillars.rows)} rows); read one with",
+        f"  nox -s harness -- salt {ids[0]} pillar.items unmask=True",
+    ]
+
+
+def _describe(state: StackState) -> str:
     lines = [
         f"stack in {state.root}",
         f"  master: publish {state.publish_port}, ret {state.ret_port}",
     ]
     lines.append(f"  postgres: {state.postgres_dsn}")
+    if state.api_url:
+        lines.append(f"  salt-api: {state.api_url}")
     for rec in state.processes:
         alive = "running" if rec.process() is not None else "NOT RUNNING"
         lines.append(f"  {rec.name:<28} pid {rec.pid:<8} {alive}  (log {rec.log_path})")
@@ -172,23 +314,55 @@ def _describe(state) -> str:  # type: ignore[no-untyped-def]
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """``status``: describe the recorded stack; exit 1 if a process is gone."""
+    from harness.restart import adopt_restarted_master
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
+    note = adopt_restarted_master(state)
+    if note:
+        print(f"note: {note}")
     print(_describe(state))
     return 0 if all(p.process() is not None for p in state.processes) else 1
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    """``down``: stop every process of the recorded stack."""
+    from harness.restart import adopt_restarted_master
     from harness.stack import StackState
 
     state = StackState.load(args.root.resolve())
+    adopt_restarted_master(state)
+    running = [p.name for p in state.processes if p.process() is not None]
+    gone = [p.name for p in state.processes if p.name not in running]
     state.stop()
-    print(f"stopped {len(state.processes)} processes of the stack in {state.root}")
+    if not running:
+        print(f"nothing was running in {state.root}; its record is removed")
+    else:
+        print(f"stopped {len(running)} processes of the stack in {state.root}")
+    if running and gone:
+        print(f"  (already gone: {', '.join(gone)})")
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    """``restart master``: stop the master by pid, start it again (with new
+    options if given) and record the new pid for ``status`` and ``down``."""
+    from harness.restart import load_options, restart_master
+    from harness.stack import StackState
+
+    options = load_options(args.master_opts) if args.master_opts else None
+    state = StackState.load(args.root.resolve())
+    pid, silent = restart_master(state, options)
+    changed = f" with {', '.join(sorted(options))} set" if options else ""
+    print(f"salt-master restarted{changed}: pid {pid}")
+    if silent:
+        print(f"warning: {len(silent)} minions do not answer yet: {', '.join(silent)}")
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``: start a stack, run every scenario, print the report, stop."""
     from harness import scenarios
     from harness.stack import Stack
 
@@ -210,11 +384,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _facts(stack: Stack) -> dict[str, str]:
     import salt.version
 
     from harness.postgres import check_reachable
 
+    assert stack.master is not None and stack.pg is not None, "the stack is started"
     master = stack.master.settings
     pg = stack.pg
     where = f"embedded, {stack.postgres.bin_dir}" if stack.postgres else "external"
@@ -226,14 +401,51 @@ def _facts(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
     }
 
 
+def cmd_sql(args: argparse.Namespace) -> int:
+    """``sql``: one statement in its own transaction on the stack's database;
+    rows are printed tab-separated, an error is one line and exit 2."""
+    import psycopg2
+
+    from harness.postgres import connection_from_dsn
+    from harness.stack import StackState
+
+    info = connection_from_dsn(StackState.load(args.root.resolve()).postgres_dsn)
+    try:
+        conn = info.connect()
+    except psycopg2.Error as exc:
+        raise HarnessError(f"cannot reach the stack's PostgreSQL: {exc}") from None
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(args.statement)
+            rows = cur.fetchall() if cur.description else []
+            done = cur.statusmessage
+    except psycopg2.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc
+        raise HarnessError(f"SQL failed, nothing was changed: {first}") from None
+    finally:
+        conn.close()
+    for row in rows:
+        print("\t".join("" if v is None else _sql_text(v) for v in row))
+    print(done, file=sys.stderr)
+    return 0
+
+
+def _sql_text(value: object) -> str:
+    import json
+
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
 def cmd_pillar(args: argparse.Namespace) -> int:
+    """``pillar generate`` / ``pillar import``: synthetic pillars, files to database."""
+    from harness.fleet import minion_ids
     from harness.pillar import generate, migrate
     from harness.pillar.files import write_tree
 
     if args.pillar_command == "generate":
         if args.tree.exists():
             raise HarnessError(f"{args.tree} exists; choose a new directory")
-        ids = [f"{args.prefix}-{n:04d}" for n in range(1, args.minions + 1)]
+        ids = minion_ids(args.prefix, args.minions)
         write_tree(generate.generate(ids), args.tree)
         print(f"wrote pillars of {len(ids)} minions to {args.tree}")
         return 0
@@ -264,7 +476,7 @@ def cmd_pillar(args: argparse.Namespace) -> int:
     return 1 if differences else 0
 
 
-def _pillar_database(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _pillar_database(args: argparse.Namespace) -> ConnectionInfo:
     from harness.postgres import check_reachable, connection_from_dsn
     from harness.stack import STATE_FILE, StackState
 
@@ -284,29 +496,41 @@ def _pillar_database(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return info
 
 
+def _salt_command(command: str, words: list[str]) -> int:
+    """``salt`` / ``salt-run`` / ``salt-key`` / ``salt-call``: Salt's own command
+    against the running stack; ``--root DIR`` first picks another stack."""
+    from harness import saltcmd
+
+    root = DEFAULT_ROOT
+    if words[:1] == ["--root"]:
+        if len(words) < 2:
+            raise HarnessError(f"{command}: --root needs a directory")
+        root, words = Path(words[1]), words[2:]
+    return saltcmd.run_salt(command, root.resolve(), words)
+
+
 COMMANDS = {
     "vendor": cmd_vendor,
     "export-patches": cmd_export,
     "up": cmd_up,
     "status": cmd_status,
     "down": cmd_down,
+    "restart": cmd_restart,
+    "sql": cmd_sql,
     "demo": cmd_demo,
     "pillar": cmd_pillar,
 }
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return COMMANDS[args.command](args)
-    except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted; everything started was stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    """Run ``python -m harness``; returns the exit code."""
+    return run_harness_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in SALT_COMMANDS:
+        # Salt parses its own options: pass everything through untouched.
+        return _salt_command(words[0], words[1:])
+    args = build_parser().parse_args(words)
+    return COMMANDS[args.command](args)

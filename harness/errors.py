@@ -2,15 +2,50 @@
 
 ::
 
-    HarnessError                 anything the user can fix; the CLI prints it, exits 2
-    ├── vendor.VendorError       sdist, sha256, patch series, export
-    ├── postgres.PostgresError   embedded server or external DSN
-    ├── processes.StartupError   a daemon did not come up (its log tail attached)
-    └── ports.PortInUseError     a requested port is taken
+    HarnessError                     anything the user can fix; the CLI prints it, exits 2
+    ├── vendor.VendorError           sdist, sha256, patch series, export
+    ├── postgres.PostgresError       embedded server or external DSN
+    ├── migrations.MigrationError    a migration file is misnamed or failed to apply
+    ├── processes.StartupError       a daemon did not come up (its log tail attached)
+    ├── ports.PortInUseError         a requested port is taken
+    ├── pillar.files.PillarTreeError files of a pillar tree are unusable
+    ├── saltapi.ApiError             a request to salt-api failed (HTTP status kept)
+    │   └── saltapi.LoginError       POST /login returned no token
+    └── errors.SimulatorError        the simulated minions refused their settings or
+                                     failed (any evil_minions.EvilMinionsError)
 
-Errors carry a message that names what failed and what to do about it.
+Errors carry a message that names what failed and what to do about it. The
+command lines turn them into one ``error:`` line and exit code 2 through
+:func:`harness.entrypoint.run_cli`.
 """
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 
 class HarnessError(Exception):
     """Base class for every error the harness reports without a traceback."""
+
+
+class SimulatorError(HarnessError):
+    """The simulated minions (evil_minions) refused their settings or failed."""
+
+
+@contextlib.contextmanager
+def simulator_errors() -> Iterator[None]:
+    """Re-raise any simulator error inside the block as a :class:`SimulatorError`.
+
+    .. code-block:: python
+
+        with simulator_errors():
+            ensure_keys(keys_dir, ids)
+    """
+    # Imported here: the harness must import without Salt (``vendor`` runs first).
+    from evil_minions.errors import EvilMinionsError
+
+    try:
+        yield
+    except EvilMinionsError as exc:
+        raise SimulatorError(f"simulated minions: {exc}") from exc

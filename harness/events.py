@@ -26,6 +26,8 @@ ENGINE_NAME = "saltfleet_events"
 
 @dataclass(frozen=True)
 class Event:
+    """One master event as the engine forwarded it."""
+
     tag: str
     data: dict[str, Any]
     received: float
@@ -58,6 +60,7 @@ class EventListener:
 
     @property
     def port(self) -> int:
+        """The loopback port the master's engine connects to."""
         return int(self._server.server_address[1])
 
     def engine_config(self) -> dict[str, Any]:
@@ -68,9 +71,11 @@ class EventListener:
         }
 
     def start(self) -> None:
+        """Accept connections in a background thread."""
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop accepting and close the server socket."""
         self._server.shutdown()
         self._server.server_close()
 
@@ -90,6 +95,7 @@ class EventListener:
             return self._events[index:], len(self._events)
 
     def matching(self, pattern: str, since: int = 0) -> list[Event]:
+        """Events from position ``since`` (see :meth:`mark`) whose tag matches the glob."""
         with self._cond:
             return [
                 e for e in self._events[since:] if fnmatch.fnmatchcase(e.tag, pattern)

@@ -4,6 +4,15 @@ Keys are generated once into a cache directory and pre-seeded into the
 master's accepted keys, so a fleet of 1000 starts without key generation or
 an acceptance wait; start-up prints progress until every minion is
 authenticated and connected.
+
+The harness hands the simulator one value: it writes the fleet's
+:class:`FleetConfig` as JSON and starts ``python -m evil_minions run --config
+FILE --keys-ready``. Keys are made ready here, by :func:`evil_minions.prepare_keys`
+(the same function the simulator's own CLI uses), in :meth:`SimulatedFleet.start`
+or ahead of time with :func:`cache_keys`.
+
+This module is the fleet's only door for benchmarks and scenarios: it
+re-exports what they need of ``evil_minions``.
 """
 
 from __future__ import annotations
@@ -13,18 +22,47 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Final
 
-from evil_minions import FleetConfig, ensure_keys, read_status, seed_master
-from evil_minions.status import format_progress, format_summary
+from evil_minions import (
+    DEFAULT_EXEMPT_FUNCTIONS,
+    FleetConfig,
+    LatencySpec,
+    TimingModel,
+    format_progress,
+    format_summary,
+    minion_ids,
+    prepare_keys,
+    read_status,
+    synthetic_grains,
+)
 from harness.master import Master
 from harness.processes import ManagedProcess, StartupError
 
+__all__ = [
+    "DEFAULT_EXEMPT_FUNCTIONS",
+    "DEFAULT_KEYS_DIR",
+    "FleetConfig",
+    "LatencySpec",
+    "SimulatedFleet",
+    "StallWatch",
+    "TimingModel",
+    "cache_keys",
+    "minion_ids",
+    "synthetic_grains",
+]
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_KEYS_DIR = PROJECT_ROOT / ".saltfleet" / "keys"
+#: the harness's key cache: absolute, the fleet's processes do not share our cwd
+DEFAULT_KEYS_DIR: Final = PROJECT_ROOT / ".saltfleet" / "keys"
 # ~ what 1000 minions need here with cached keys, with a wide margin
 START_TIMEOUT = 900.0
 #: start-up fails early when it made no progress (see StallWatch) for this long
 STALL_TIMEOUT = 180.0
+#: the file SimulatedFleet hands the fleet's config over in, under its root
+CONFIG_FILE: Final = "fleet.json"
+#: the simulator's default keys dir: relative, meant for a person at a shell
+_SIMULATOR_KEYS_DIR: Final = FleetConfig().keys_dir
 
 Progress = Callable[[str], None]
 
@@ -85,6 +123,41 @@ class StallWatch:
         return idle if idle >= self.stall_after else None
 
 
+def _in_key_cache(config: FleetConfig) -> FleetConfig:
+    """``config`` with an absolute keys dir: the harness's cache unless it
+    names its own (the simulator's default is relative, meant for a shell)."""
+    if config.keys_dir == _SIMULATOR_KEYS_DIR:
+        return replace(config, keys_dir=str(DEFAULT_KEYS_DIR))
+    return replace(config, keys_dir=str(Path(config.keys_dir).resolve()))
+
+
+def _key_progress(progress: Progress | None) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    return lambda done, total: progress(f"minion keys: {done}/{total}")
+
+
+def cache_keys(
+    count: int,
+    *,
+    fleet: FleetConfig | None = None,
+    progress: Progress | None = print_progress,
+) -> list[str]:
+    """Generate the keys of ``count`` simulated minions now; return their ids.
+
+    For benchmarks that must not time key generation: the stack's fleet finds
+    them cached. ``fleet`` gives prefix and keys dir (default: the harness's
+    cache, ids ``evil-0001`` ...).
+
+    .. code-block:: python
+
+        cache_keys(1000)  # ['evil-0001', ..., 'evil-1000']
+    """
+    config = _in_key_cache(replace(fleet or FleetConfig(), count=count))
+    prepare_keys(config, progress=_key_progress(progress))
+    return config.minion_ids()
+
+
 class SimulatedFleet:
     """One ``python -m evil_minions`` supervisor and its worker processes."""
 
@@ -99,21 +172,31 @@ class SimulatedFleet:
         self.root = root
         self.master = master
         self.config = replace(
-            config,
+            _in_key_cache(config),
             master_host="127.0.0.1",
             ret_port=master.settings.ret_port,
             publish_port=master.settings.publish_port,
             run_dir=str(root / "run"),
         )
+        self.config_file = root / CONFIG_FILE
         self.progress = progress
         self.process = ManagedProcess(
             "evil_minions",
-            [sys.executable, "-m", "evil_minions", *self.config.to_argv()],
+            [
+                sys.executable,
+                "-m",
+                "evil_minions",
+                "run",
+                "--config",
+                str(self.config_file),
+                "--keys-ready",
+            ],
             root / "evil_minions.log",
         )
 
     @property
     def ids(self) -> list[str]:
+        """The simulated minions' ids."""
         return self.config.minion_ids()
 
     def _say(self, line: str) -> None:
@@ -121,15 +204,16 @@ class SimulatedFleet:
             self.progress(line)
 
     def start(self) -> dict[str, object]:
-        """Start the fleet; return its status once every minion is connected."""
+        """Make the keys ready, start the fleet; return its status once every
+        minion is connected."""
         ids = self.ids
-        ensure_keys(
-            self.config.keys_dir,
-            ids,
-            keysize=self.config.keysize,
-            progress=lambda done, total: self._say(f"minion keys: {done}/{total}"),
+        prepare_keys(
+            self.config,
+            master_pki_dir=self.master.settings.pki_dir,
+            progress=_key_progress(self.progress),
         )
-        seed_master(self.config.keys_dir, self.master.settings.pki_dir, ids)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(self.config.to_json())
         started = time.time()
         self.process.start()
         deadline = time.monotonic() + START_TIMEOUT
@@ -166,7 +250,9 @@ class SimulatedFleet:
             time.sleep(0.5)
 
     def status(self) -> dict[str, object] | None:
+        """The status the fleet wrote last, or ``None``."""
         return read_status(self.config.run_dir)
 
     def stop(self) -> None:
+        """Stop the simulator and every process it forked."""
         self.process.stop(timeout=60)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import getpass
+import os
+import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.errors import HarnessError
 from harness.events import EventListener
 from harness.ports import LOOPBACK, is_listening
 from harness.postgres import ConnectionInfo
@@ -26,67 +30,128 @@ def salt_script(name: str) -> str:
 
 
 @dataclass
-class MasterSettings:
-    """Everything the harness decides about the master it renders."""
+class MasterLayout:
+    """Where a master rooted at ``root`` keeps each thing.
+
+    The one place paths under a master's root are spelled: the rendered
+    config, in-process options (:func:`in_process_opts`) and every caller
+    read them from here.
+    """
 
     root: Path
+
+    @property
+    def conf_dir(self) -> Path:
+        """The config directory (``-c``), holding :attr:`conf_file`."""
+        return self.root / "etc" / "salt"
+
+    @property
+    def conf_file(self) -> Path:
+        """The rendered master config."""
+        return self.conf_dir / "master"
+
+    @property
+    def pki_dir(self) -> Path:
+        """The master's keys."""
+        return self.root / "pki" / "master"
+
+    @property
+    def accepted_keys_dir(self) -> Path:
+        """Accepted minion public keys, one file per minion id."""
+        return self.pki_dir / "minions"
+
+    @property
+    def cachedir(self) -> Path:
+        """The master's cache: job cache, minion data, extension modules."""
+        return self.root / "cache" / "master"
+
+    @property
+    def extension_modules(self) -> Path:
+        """Salt's default place (``<cachedir>/extmods``), named explicitly."""
+        return self.cachedir / "extmods"
+
+    @property
+    def sock_dir(self) -> Path:
+        """The master's IPC sockets, the event bus's among them."""
+        return self.root / "run" / "master"
+
+    @property
+    def pidfile(self) -> Path:
+        """The daemon's pidfile."""
+        return self.root / "run" / "salt-master.pid"
+
+    @property
+    def log_file(self) -> Path:
+        """The master's log."""
+        return self.root / "log" / "master.log"
+
+    @property
+    def key_log_file(self) -> Path:
+        """The key log (``key_logfile``)."""
+        return self.root / "log" / "key.log"
+
+    @property
+    def stdout_log(self) -> Path:
+        """Where the daemon's own stdout and stderr go."""
+        return self.root / "log" / "salt-master.stdout.log"
+
+    @property
+    def file_root(self) -> Path:
+        """The ``base`` file root."""
+        return self.root / "srv" / "salt"
+
+    @property
+    def pillar_root(self) -> Path:
+        """The ``base`` pillar root."""
+        return self.root / "srv" / "pillar"
+
+    def path_options(self) -> dict[str, Any]:
+        """The master options that put everything under :attr:`root`."""
+        return {
+            "root_dir": str(self.root),
+            "pki_dir": str(self.pki_dir),
+            "cachedir": str(self.cachedir),
+            "extension_modules": str(self.extension_modules),
+            "sock_dir": str(self.sock_dir),
+            "pidfile": str(self.pidfile),
+            "log_file": str(self.log_file),
+            "key_logfile": str(self.key_log_file),
+            "file_roots": {"base": [str(self.file_root)]},
+            "pillar_roots": {"base": [str(self.pillar_root)]},
+        }
+
+
+@dataclass
+class MasterSettings(MasterLayout):
+    """Everything the harness decides about the master it renders."""
+
     publish_port: int
     ret_port: int
     worker_threads: int = 4
     postgres: ConnectionInfo | None = None
     ext_pillar: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def conf_dir(self) -> Path:
-        return self.root / "etc" / "salt"
-
-    @property
-    def conf_file(self) -> Path:
-        return self.conf_dir / "master"
-
-    @property
-    def pki_dir(self) -> Path:
-        return self.root / "pki" / "master"
-
-    @property
-    def log_file(self) -> Path:
-        return self.root / "log" / "master.log"
-
-    @property
-    def file_root(self) -> Path:
-        return self.root / "srv" / "salt"
-
-    @property
-    def pillar_root(self) -> Path:
-        return self.root / "srv" / "pillar"
+    #: pillar SLS files written under :attr:`pillar_root` before the start,
+    #: by name relative to it (``{"top.sls": "base: ..."}``)
+    pillar_files: Mapping[str, str] = field(default_factory=dict)
 
 
 def render_config(
     settings: MasterSettings, listener: EventListener | None
 ) -> dict[str, Any]:
     """The master configuration as a dict (written as YAML by :func:`write_config`)."""
-    root = settings.root
     opts: dict[str, Any] = {
         "id": MASTER_ID,
-        "root_dir": str(root),
+        **settings.path_options(),
         "user": getpass.getuser(),
         "interface": LOOPBACK,
         "publish_port": settings.publish_port,
         "ret_port": settings.ret_port,
         "worker_threads": settings.worker_threads,
-        "pki_dir": str(settings.pki_dir),
-        "cachedir": str(root / "cache" / "master"),
-        "sock_dir": str(root / "run" / "master"),
-        "pidfile": str(root / "run" / "salt-master.pid"),
-        "log_file": str(settings.log_file),
-        "key_logfile": str(root / "log" / "key.log"),
         "log_level_logfile": "info",
         "keysize": KEY_SIZE,
         "open_mode": False,
         "auto_accept": False,
-        "file_roots": {"base": [str(settings.file_root)]},
-        "pillar_roots": {"base": [str(settings.pillar_root)]},
         "enable_fqdns_grains": False,
     }
     if listener is not None:
@@ -99,14 +164,55 @@ def render_config(
     return opts
 
 
+def in_process_opts(workdir: Path, **overrides: Any) -> dict[str, Any]:
+    """Master options for Salt code run in this process, not in a daemon.
+
+    Salt's defaults through ``salt.config.apply_master_config``, with every
+    path laid out under ``workdir`` as a rendered master's (:class:`MasterLayout`),
+    then ``overrides``. The (empty) pillar root is created.
+
+    .. code-block:: python
+
+        opts = in_process_opts(tmp, postgres=info.salt_options())
+        pillars = salt.loader.pillars(opts, salt.loader.minion_mods(opts))
+    """
+    import copy
+
+    import salt.config
+
+    layout = MasterLayout(workdir)
+    layout.pillar_root.mkdir(parents=True, exist_ok=True)
+    opts = salt.config.apply_master_config(
+        {**layout.path_options(), **overrides},
+        copy.deepcopy(salt.config.DEFAULT_MASTER_OPTS),
+    )
+    return dict(opts)
+
+
+def _write_pillar_files(settings: MasterSettings) -> None:
+    root = settings.pillar_root
+    for name, text in settings.pillar_files.items():
+        path = root / name
+        if not path.resolve().is_relative_to(root.resolve()):
+            raise HarnessError(
+                f"pillar file {name!r} lies outside the pillar root {root}: "
+                "name it relative to the root"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 def write_config(settings: MasterSettings, listener: EventListener | None) -> Path:
+    """Make the master's directories and pillar files and render its config;
+    return the config file's path."""
     for path in (
         settings.conf_dir,
-        settings.pki_dir / "minions",
+        settings.accepted_keys_dir,
         settings.file_root,
         settings.pillar_root,
     ):
         path.mkdir(parents=True, exist_ok=True)
+    _write_pillar_files(settings)
     settings.conf_file.write_text(
         yaml.safe_dump(render_config(settings, listener), default_flow_style=False)
     )
@@ -141,10 +247,12 @@ class Master:
         self.process = ManagedProcess(
             "salt-master",
             [salt_script("salt-master"), "-c", str(settings.conf_dir), "-l", "warning"],
-            settings.root / "log" / "salt-master.stdout.log",
+            settings.stdout_log,
         )
 
     def start(self) -> None:
+        """Write the config and start the daemon; return once it sent its start
+        event and listens on its ret_port."""
         write_config(self.settings, self.listener)
         since = self.listener.mark()
         self.process.start()
@@ -163,8 +271,32 @@ class Master:
         self.process.remember_descendants()
 
     def stop(self) -> None:
+        """Stop the daemon and every process it forked."""
         self.process.stop()
+
+    def run_cli(
+        self, script: str, *args: str, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the Salt CLI ``script`` (``salt``, ``salt-run`` ...) against this master.
+
+        Warnings are silenced (they would mix with the output tests read);
+        PATH keeps the system's directories because loading grains runs
+        commands such as ``dpkg``.
+        """
+        return subprocess.run(
+            [salt_script(script), "-c", str(self.settings.conf_dir), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+            env={
+                "PYTHONWARNINGS": "ignore",
+                "PATH": f"{Path(sys.executable).parent}:"
+                f"{os.environ.get('PATH', '/usr/bin:/bin')}",
+            },
+        )
 
     def accept_key(self, minion_id: str, public_pem: str) -> None:
         """Pre-seed a minion's public key as accepted (no acceptance wait)."""
-        (self.settings.pki_dir / "minions" / minion_id).write_text(public_pem)
+        (self.settings.accepted_keys_dir / minion_id).write_text(public_pem)

@@ -26,6 +26,8 @@ class MigrationError(HarnessError):
 
 @dataclass(frozen=True)
 class Migration:
+    """One numbered schema migration file (``NNNN_name.sql``)."""
+
     version: int
     name: str
     path: Path

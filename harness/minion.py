@@ -30,7 +30,7 @@ def generate_keypair(pki_dir: Path, name: str = "minion") -> str:
     return pub.read_text()
 
 
-class Minion:
+class SaltMinion:
     """A real salt-minion, confirmed up by ``salt/minion/<id>/start``."""
 
     def __init__(
@@ -50,6 +50,7 @@ class Minion:
         )
 
     def render_config(self) -> dict[str, Any]:
+        """The minion config file's content, pointed at the stack's master."""
         settings = self.master.settings
         return {
             "id": self.minion_id,
@@ -71,6 +72,7 @@ class Minion:
         }
 
     def start(self) -> None:
+        """Write the config, pre-accept the key, start; return on the start event."""
         self.conf_dir.mkdir(parents=True, exist_ok=True)
         (self.conf_dir / "minion").write_text(
             yaml.safe_dump(self.render_config(), default_flow_style=False)
@@ -88,4 +90,5 @@ class Minion:
         self.process.remember_descendants()
 
     def stop(self) -> None:
+        """Stop the salt-minion and what it started."""
         self.process.stop()

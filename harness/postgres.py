@@ -20,6 +20,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,13 +56,15 @@ class ConnectionInfo:
 
     @property
     def dsn(self) -> str:
-        return psycopg2.extensions.make_dsn(
+        """The libpq connection string of this server."""
+        dsn: str = psycopg2.extensions.make_dsn(
             host=self.host,
             port=self.port,
             user=self.user,
             password=self.password or None,
             dbname=self.dbname,
         )
+        return dsn
 
     def salt_options(self) -> dict[str, Any]:
         """The master's ``postgres:`` block for the postgres ext_pillar."""
@@ -74,6 +77,7 @@ class ConnectionInfo:
         }
 
     def connect(self, timeout: int = 5) -> psycopg2.extensions.connection:
+        """A new connection to this database."""
         return psycopg2.connect(self.dsn, connect_timeout=timeout)
 
 
@@ -160,7 +164,10 @@ def reachable_install(bin_dir: Path) -> Path:
 
     As root the server runs as ``nobody``; a wheel installed in a private
     directory (a 0700 checkout, /root) is out of its reach, so its
-    installation tree is copied once into the temp directory and reused.
+    installation tree is copied into the temp directory. The copy is named
+    after the server binary's content, so every checkout, virtualenv and test
+    run with the same PostgreSQL build reuses one copy, and copies of other
+    builds that no running server uses are removed when a new one is made.
     """
     if blocked_ancestor(bin_dir) is None:
         return bin_dir
@@ -170,25 +177,69 @@ def reachable_install(bin_dir: Path) -> Path:
     # RPATH relative to the binary ($ORIGIN/../../../<package>.libs): copy
     # the install and that sibling directory with their relative layout.
     libs = package.parent / f"{package.name}.libs"
-    stamp = f"{install}:{(bin_dir / 'postgres').stat().st_mtime_ns}"
-    digest = hashlib.sha256(stamp.encode()).hexdigest()[:12]
-    target = Path(tempfile.gettempdir()) / f"saltfleet-postgres-{digest}"
+    target = Path(tempfile.gettempdir()) / f"{COPY_PREFIX}{_build_digest(bin_dir)}"
     copied_bin = target / package.name / install.name / bin_dir.name
-    if not (target / ".complete").exists():
-        staging = Path(tempfile.mkdtemp(prefix=".saltfleet-postgres-"))
-        try:
-            tree = staging / "tree"
-            shutil.copytree(install, tree / package.name / install.name, symlinks=True)
-            if libs.is_dir():
-                shutil.copytree(libs, tree / libs.name, symlinks=True)
-            for directory in (tree, tree / package.name):
-                directory.chmod(0o755)
-            (tree / ".complete").write_text(str(install) + "\n")
-            with contextlib.suppress(OSError):  # another run got there first
-                tree.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    if (target / ".complete").exists():
+        return copied_bin
+    remove_stale_copies(keep=target)
+    staging = Path(tempfile.mkdtemp(prefix=f".{COPY_PREFIX}"))
+    try:
+        tree = staging / "tree"
+        shutil.copytree(install, tree / package.name / install.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, tree / libs.name, symlinks=True)
+        for directory in (tree, tree / package.name):
+            directory.chmod(0o755)
+        (tree / ".complete").write_text(str(install) + "\n")
+        with contextlib.suppress(OSError):  # another run got there first
+            tree.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return copied_bin
+
+
+#: the temp directory's copies of a private PostgreSQL install (see
+#: :func:`reachable_install`)
+COPY_PREFIX = "saltfleet-postgres-"
+#: staging directories younger than this may belong to a copy in progress
+_STAGING_GRACE = 3600.0
+
+
+def _build_digest(bin_dir: Path) -> str:
+    """A name for one PostgreSQL build: the server binary's content."""
+    digest = hashlib.sha256()
+    with open(bin_dir / "postgres", "rb") as binary:
+        for chunk in iter(lambda: binary.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()[:12]
+
+
+def remove_stale_copies(keep: Path | None = None) -> list[Path]:
+    """Remove the temp directory's install copies that no running process
+    uses, except ``keep``; return what was removed."""
+    temp = Path(tempfile.gettempdir())
+    in_use = _executables_in_use()
+    removed = []
+    now = time.time()
+    for path in [*temp.glob(f"{COPY_PREFIX}*"), *temp.glob(f".{COPY_PREFIX}*")]:
+        if path == keep or not path.is_dir():
+            continue
+        if path.name.startswith(".") and now - path.stat().st_mtime < _STAGING_GRACE:
+            continue
+        if any(exe.is_relative_to(path) for exe in in_use):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _executables_in_use() -> list[Path]:
+    """The executables of every process this user can see."""
+    exes = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            exes.append(Path(os.readlink(proc / "exe")))
+    return exes
 
 
 class EmbeddedPostgres:
@@ -228,6 +279,7 @@ class EmbeddedPostgres:
 
     @property
     def connection(self) -> ConnectionInfo:
+        """How to reach the server's database as its superuser."""
         return ConnectionInfo(LOOPBACK, self.port, SUPERUSER, "", self.database)
 
     def _postmaster_argv(self) -> list[str]:
@@ -298,6 +350,7 @@ class EmbeddedPostgres:
             )
 
     def start(self) -> None:
+        """Initialise if needed, start, wait for connections, create the database."""
         self.init()
         self.process.start()
         self.process.wait_until(
@@ -308,6 +361,7 @@ class EmbeddedPostgres:
         self._create_database()
 
     def stop(self) -> None:
+        """Stop the server."""
         self.process.stop()
 
     def cleanup(self) -> None:

@@ -38,6 +38,8 @@ class ProcessRecord:
     create_time: float
     log_path: str
     stop_signal: int = signal.SIGTERM
+    #: the command line, so the process can be started again (``restart``)
+    argv: list[str] = field(default_factory=list)
 
     def process(self) -> psutil.Process | None:
         """The live process, or None if it ended (or its pid was reused)."""
@@ -67,6 +69,7 @@ class ManagedProcess:
     _seen: dict[int, psutil.Process] = field(default_factory=dict, repr=False)
 
     def start(self) -> None:
+        """Start the process in its own process group, output into its log."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log, _signals_deferred():
             try:
@@ -87,23 +90,28 @@ class ManagedProcess:
 
     @property
     def pid(self) -> int:
+        """The process id; a HarnessError if it was never started."""
         if self._popen is None:
             raise HarnessError(f"{self.name} was never started")
         return self._popen.pid
 
     def record(self) -> ProcessRecord:
+        """What ``down`` needs to stop this process later by pid."""
         return ProcessRecord(
             self.name,
             self.pid,
             psutil.Process(self.pid).create_time(),
             str(self.log_path),
             int(self.stop_signal),
+            list(self.argv),
         )
 
     def running(self) -> bool:
+        """True while the process has not exited."""
         return self._popen is not None and self._popen.poll() is None
 
     def returncode(self) -> int | None:
+        """The exit code, or None while running or never started."""
         return None if self._popen is None else self._popen.poll()
 
     def remember_descendants(self) -> None:
@@ -121,6 +129,7 @@ class ManagedProcess:
         return list(self._seen)
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last ``lines`` of the process's log, indented."""
         return log_tail(self.log_path, lines)
 
     def fail(self, reason: str, daemon_log: Path | None = None) -> StartupError:
@@ -154,6 +163,7 @@ class ManagedProcess:
             time.sleep(interval)
 
     def stop(self, timeout: float = 15.0) -> None:
+        """Stop the process and every descendant seen; safe if never started."""
         if self._popen is None:
             return
         self.remember_descendants()
@@ -230,6 +240,7 @@ def _group_members(pgid: int) -> list[psutil.Process]:
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` of ``path``, indented, or a note that there are none."""
     try:
         text = path.read_text(errors="replace")
     except OSError:

@@ -11,10 +11,10 @@ and benchmarks use it:
   its queue, the capacity minions hold and a job's outcome, over the queue
   manager's unix socket: no ``salt-run`` process, so it can be polled every
   second during a storm.
-- :func:`outcomes` folds the ``salt/ratelimit/job/<jid>/<outcome>`` events an
-  :class:`~harness.events.EventListener` collected into
-  ``{jid: [outcome, ...]}``; :func:`outcome_problems` names the jobs that did
-  not end in exactly one outcome.
+- :func:`job_event` reads a ``salt/ratelimit/job/<jid>/<outcome>`` tag;
+  :func:`outcomes` folds such events an :class:`~harness.events.EventListener`
+  collected into ``{jid: [outcome, ...]}``; :func:`outcome_problems` names the
+  jobs that did not end in exactly one outcome.
 """
 
 from __future__ import annotations
@@ -146,15 +146,28 @@ class QueueProbe:
         return found
 
 
+def job_event(tag: str) -> tuple[str, str] | None:
+    """``(jid, outcome)`` of a ``salt/ratelimit/job/<jid>/<outcome>`` tag, with
+    :data:`QUEUED` as an outcome too; None for any other tag.
+
+    .. code-block:: python
+
+        job_event("salt/ratelimit/job/20261122/published")  # ('20261122', 'published')
+    """
+    parts = tag.split("/")
+    if len(parts) == 5 and parts[:3] == ["salt", "ratelimit", "job"]:
+        return parts[3], parts[4]
+    return None
+
+
 def outcomes(events: list[Event]) -> dict[str, list[str]]:
     """``{jid: [outcome, ...]}`` from ``salt/ratelimit/job/<jid>/<outcome>``
     events, in the order they were fired (``queued`` left out)."""
     found: dict[str, list[str]] = {}
     for event in events:
-        parts = event.tag.split("/")
-        is_job_event = len(parts) == 5 and parts[:3] == ["salt", "ratelimit", "job"]
-        if is_job_event and parts[4] != QUEUED:
-            found.setdefault(parts[3], []).append(parts[4])
+        fired = job_event(event.tag)
+        if fired is not None and fired[1] != QUEUED:
+            found.setdefault(fired[0], []).append(fired[1])
     return found
 
 

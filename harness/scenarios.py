@@ -49,6 +49,8 @@ class ScenarioFailed(Exception):
 
 @dataclass(frozen=True)
 class ScenarioResult:
+    """The outcome of one scenario: passed or not, how long, what it saw."""
+
     name: str
     ok: bool
     seconds: float
@@ -65,6 +67,7 @@ def _one_return(stack: Stack, fun: str, arg: list[Any] | None = None) -> Any:
 
 
 def minion_answers_ping(stack: Stack) -> str:
+    """The real minion answers ``test.ping`` with True."""
     value = _one_return(stack, "test.ping")
     if value is not True:
         raise ScenarioFailed(f"test.ping returned {value!r}")
@@ -72,6 +75,7 @@ def minion_answers_ping(stack: Stack) -> str:
 
 
 def minion_reports_os_grain(stack: Stack) -> str:
+    """The real minion reports a non-empty ``os`` grain."""
     value = _one_return(stack, "grains.item", ["os"])
     if not isinstance(value, dict) or not value.get("os"):
         raise ScenarioFailed(f"grains.item os returned {value!r}")
@@ -80,6 +84,7 @@ def minion_reports_os_grain(stack: Stack) -> str:
 
 def master_reaches_postgres(stack: Stack) -> str:
     # Salt 3008 masks pillar values in output unless asked not to.
+    """The master's postgres ext_pillar reaches the stack's PostgreSQL."""
     value = _one_return(stack, "pillar.item", [PROBE_KEY, "unmask=True"])
     probe = value.get(PROBE_KEY) if isinstance(value, dict) else None
     if not isinstance(probe, dict) or "server_version" not in probe:
@@ -100,6 +105,7 @@ SCENARIOS: list[tuple[str, Callable[[Stack], str]]] = [
 
 
 def run_all(stack: Stack) -> list[ScenarioResult]:
+    """Run every scenario in order; a failure does not stop the others."""
     results = []
     for name, scenario in SCENARIOS:
         started = time.monotonic()
@@ -112,6 +118,7 @@ def run_all(stack: Stack) -> list[ScenarioResult]:
 
 
 def render_report(results: list[ScenarioResult], facts: dict[str, str]) -> str:
+    """The demo report: the stack's facts, one line per scenario, a total."""
     lines = ["saltfleet demo", ""]
     width = max(len(k) for k in facts) if facts else 0
     lines += [f"  {k.ljust(width)}  {v}" for k, v in facts.items()]

@@ -1,10 +1,17 @@
-"""The stack: PostgreSQL, a salt-master and (optionally) a real salt-minion.
+"""The stack: PostgreSQL, a salt-master, (optionally) a real salt-minion and
+a fleet of simulated ones.
 
 Use it as a context manager; whatever it started is stopped on exit, also on
 errors and Ctrl-C::
 
     with Stack(StackSettings(real_minion=True)) as stack:
         stack.cmd("*", "test.ping")
+
+Benchmarks and scenarios that need "N simulated minions on a master with these
+options" take :func:`fleet_stack`::
+
+    with fleet_stack(1000, root=work / "stack", master_opts=opts) as stack:
+        stack.cmd("*", "test.ping", timeout=300)
 
 :meth:`Stack.detach` leaves the processes running and returns a
 :class:`StackState` that ``python -m harness down`` uses to stop them by pid.
@@ -17,16 +24,17 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import migrations
-from harness.errors import HarnessError
+from harness.errors import HarnessError, simulator_errors
 from harness.events import EventListener
-from harness.master import Master, MasterSettings
-from harness.minion import Minion
+from harness.fleet import FleetConfig, SimulatedFleet
+from harness.master import Master, MasterLayout, MasterSettings
+from harness.minion import SaltMinion
 from harness.ports import pick_port
 from harness.postgres import (
     ConnectionInfo,
@@ -35,10 +43,23 @@ from harness.postgres import (
     connection_from_dsn,
 )
 from harness.processes import ProcessRecord, stop_process_tree
+from harness.saltapi import ApiSettings, SaltApi
+
+if TYPE_CHECKING:
+    from evil_minions import FleetConfig
 
 DSN_ENV = "SALTFLEET_PG_DSN"
 STATE_FILE = "stack.json"
 REAL_MINION_ID = "saltfleet-minion-1"
+#: the master's root under the stack's root
+MASTER_DIR = "master"
+
+
+def master_layout(root: Path) -> MasterLayout:
+    """Where the master of a stack rooted at ``root`` keeps everything, known
+    before the stack starts (e.g. to install modules into its
+    ``extension_modules``)."""
+    return MasterLayout(root / MASTER_DIR)
 
 
 @dataclass
@@ -53,14 +74,17 @@ class StackSettings:
     worker_threads: int = 4
     real_minion: bool = True
     minion_id: str = REAL_MINION_ID
-    # simulated minions (evil_minions): how many, where their keys are cached,
-    # and FleetConfig fields to override (timing, processes, prefix ...)
-    simulated_minions: int = 0
-    simulated_keys_dir: Path | None = None
-    simulated_config: dict[str, Any] = field(default_factory=dict)
+    #: simulated minions (evil_minions), None: none. Master address and run
+    #: dir are the stack's; keys_dir left at the simulator's default means the
+    #: harness's key cache (harness.fleet.DEFAULT_KEYS_DIR).
+    fleet: FleetConfig | None = None
     ext_pillar: list[dict[str, Any]] | None = None
     master_opts: dict[str, Any] = field(default_factory=dict)
+    #: pillar SLS files placed in the master's pillar root, by relative name
+    pillar_files: dict[str, str] = field(default_factory=dict)
     apply_migrations: bool = True
+    # salt-api (rest_cherrypy) beside the master; None: no API
+    api: ApiSettings | None = None
     # Where the daemons' logs are copied when the stack stops (its root may be
     # a temporary directory that goes away).
     logs_dir: Path | None = None
@@ -84,8 +108,10 @@ class StackState:
     processes: list[ProcessRecord]
     owns_root: bool
     remove_dirs: list[str] = field(default_factory=list)
+    api_url: str | None = None
 
     def save(self) -> Path:
+        """Write the state to the root's ``stack.json``; return its path."""
         path = Path(self.root) / STATE_FILE
         data = asdict(self)
         path.write_text(json.dumps(data, indent=2) + "\n")
@@ -93,6 +119,7 @@ class StackState:
 
     @classmethod
     def load(cls, root: Path) -> StackState:
+        """The state recorded in ``root``; raises HarnessError if there is none."""
         path = root / STATE_FILE
         try:
             data = json.loads(path.read_text())
@@ -132,8 +159,9 @@ class Stack:
         self.pg: ConnectionInfo | None = None
         self.listener: EventListener | None = None
         self.master: Master | None = None
-        self.minion: Minion | None = None
-        self.fleet: Any = None  # harness.fleet.SimulatedFleet, imported lazily
+        self.minion: SaltMinion | None = None
+        self.api: SaltApi | None = None
+        self.fleet: SimulatedFleet | None = None
         self._detached = False
 
     # -- lifecycle -----------------------------------------------------
@@ -145,6 +173,7 @@ class Stack:
         self.stop()
 
     def start(self) -> None:
+        """Start the parts in order; if one fails, stop what started and re-raise."""
         try:
             self._start()
         except BaseException:
@@ -157,6 +186,8 @@ class Stack:
         # Ports first: a taken port must fail before anything is started.
         publish_port = pick_port(s.publish_port, "publish")
         ret_port = pick_port(s.ret_port, "ret")
+        api_port = pick_port(s.api.port, "salt-api") if s.api is not None else None
+        # so must a bad simulator setting
         if s.dsn:
             self.pg = connection_from_dsn(s.dsn)
             check_reachable(self.pg)
@@ -172,38 +203,32 @@ class Stack:
         self.listener.start()
         self.master = Master(
             MasterSettings(
-                root=self.root / "master",
+                root=self.root / MASTER_DIR,
                 publish_port=publish_port,
                 ret_port=ret_port,
                 worker_threads=s.worker_threads,
                 postgres=self.pg,
                 ext_pillar=s.ext_pillar,
                 extra=s.master_opts,
+                pillar_files=s.pillar_files,
             ),
             self.listener,
         )
+        if s.api is not None and api_port is not None:
+            self.api = SaltApi(self.master.settings, s.api, api_port)
+            self.api.configure()  # the master reads its eauth settings
         self.master.start()
+        if self.api is not None:
+            self.api.start()
         if s.real_minion:
-            self.minion = Minion(
+            self.minion = SaltMinion(
                 self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()
-        if s.simulated_minions:
-            self._start_fleet()
-
-    def _start_fleet(self) -> None:
-        from evil_minions import FleetConfig
-        from harness.fleet import DEFAULT_KEYS_DIR, SimulatedFleet
-
-        assert self.master is not None
-        s = self.settings
-        # absolute: the fleet's worker processes do not share our cwd
-        keys_dir = (s.simulated_keys_dir or DEFAULT_KEYS_DIR).resolve()
-        config = FleetConfig(
-            count=s.simulated_minions, keys_dir=str(keys_dir), **s.simulated_config
-        )
-        self.fleet = SimulatedFleet(self.root / "fleet", self.master, config)
-        self.fleet.start()
+        if s.fleet is not None:
+            self.fleet = SimulatedFleet(self.root / "fleet", self.master, s.fleet)
+            with simulator_errors():
+                self.fleet.start()
 
     def stop(self) -> None:
         """Stop what was started, in reverse order; safe to call twice."""
@@ -246,6 +271,7 @@ class Stack:
             postgres_dsn=self.pg.dsn,
             processes=records,
             owns_root=self._owns_root,
+            api_url=self.api.url if self.api is not None else None,
             remove_dirs=[str(self.postgres.base_dir)]
             if self.postgres is not None and self.postgres.relocated
             else [],
@@ -261,7 +287,7 @@ class Stack:
         """The started parts, in start order."""
         return [
             p
-            for p in (self.postgres, self.master, self.minion, self.fleet)
+            for p in (self.postgres, self.master, self.api, self.minion, self.fleet)
             if p is not None
         ]
 
@@ -301,3 +327,50 @@ class Stack:
         kwargs.setdefault("timeout", 30)
         with self.client() as client:
             return dict(client.cmd(tgt, fun, list(arg), **kwargs))
+
+
+def fleet_stack(
+    minions: int,
+    *,
+    root: Path,
+    master_opts: Mapping[str, Any] | None = None,
+    fleet: FleetConfig | None = None,
+    worker_threads: int = 4,
+    ext_pillar: list[dict[str, Any]] | None = None,
+    logs_dir: Path | None = None,
+    pillar_files: Mapping[str, str] | None = None,
+    dsn: str | None = None,
+    api: ApiSettings | None = None,
+) -> Stack:
+    """A stack of ``minions`` simulated minions and no real one, not started.
+
+    ``fleet`` carries the simulator's knobs (timing, processes,
+    startup_pillar ...); its ``count`` becomes ``minions`` (so a fleet with
+    ``processes=P`` needs ``count >= P`` itself too) and its keys live in the
+    harness's key cache unless it names a ``keys_dir``. ``pillar_files`` are
+    written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
+    points the master at an existing PostgreSQL instead of an embedded one;
+    ``api`` adds salt-api beside the master.
+
+    .. code-block:: python
+
+        fleet = FleetConfig(processes=2, startup_pillar=False)
+        with fleet_stack(1000, root=work / "stack", fleet=fleet) as stack:
+            stack.cmd("*", "test.ping", timeout=300)
+    """
+    with simulator_errors():
+        config = replace(fleet or FleetConfig(), count=minions)
+    return Stack(
+        StackSettings(
+            root=root,
+            dsn=dsn,
+            real_minion=False,
+            worker_threads=worker_threads,
+            fleet=config,
+            ext_pillar=ext_pillar,
+            master_opts=dict(master_opts or {}),
+            pillar_files=dict(pillar_files or {}),
+            logs_dir=logs_dir,
+            api=api,
+        )
+    )

@@ -74,10 +74,12 @@ class Upstream:
 
     @property
     def sdist_name(self) -> str:
+        """The sdist's file name."""
         return f"{self.name}-{self.version}.tar.gz"
 
     @property
     def tag(self) -> str:
+        """The tag of the pristine upstream commit in salt/src."""
         return f"upstream/{self.version}"
 
 
@@ -92,6 +94,7 @@ class Layout:
 
     @classmethod
     def of_project(cls, root: Path = PROJECT_ROOT) -> Layout:
+        """The layout of the project at ``root``."""
         return cls(
             upstream_file=root / "salt" / "UPSTREAM",
             patches_dir=root / "patches",
@@ -101,6 +104,7 @@ class Layout:
 
     @property
     def series_file(self) -> Path:
+        """``patches/series``: the patches in the order they apply."""
         return self.patches_dir / "series"
 
 
@@ -147,6 +151,7 @@ def read_series(layout: Layout) -> list[Path]:
 
 
 def sha256_of(path: Path) -> str:
+    """The hex SHA-256 of a file's content."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

@@ -3,11 +3,11 @@ of master options (pillar_roots, ext_pillar)."""
 
 from __future__ import annotations
 
-import copy
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.master import in_process_opts
 from harness.postgres import ConnectionInfo
 
 
@@ -18,27 +18,15 @@ class PillarCompiler:
     """
 
     def __init__(self, overrides: dict[str, Any], workdir: Path | None = None) -> None:
-        import salt.config
         import salt.loader
 
         self._tmp = tempfile.TemporaryDirectory(prefix="saltfleet-compile-")
         root = Path(self._tmp.name) if workdir is None else workdir
-        base = {
-            "root_dir": str(root),
-            "cachedir": str(root / "cache"),
-            "pki_dir": str(root / "pki"),
-            "sock_dir": str(root / "sock"),
-            "log_file": str(root / "master.log"),
-            "file_roots": {"base": [str(root / "files")]},
-            "pillar_roots": {"base": [str(root / "empty-pillar")]},
-        }
-        (root / "empty-pillar").mkdir(parents=True, exist_ok=True)
-        self.opts = salt.config.apply_master_config(
-            {**base, **overrides}, copy.deepcopy(salt.config.DEFAULT_MASTER_OPTS)
-        )
+        self.opts = in_process_opts(root, **overrides)
         self._functions = salt.loader.minion_mods(self.opts)
 
     def compile(self, minion_id: str) -> dict[str, Any]:
+        """The pillar ``minion_id`` gets from these master options."""
         import salt.pillar
 
         pillar = salt.pillar.Pillar(
@@ -47,14 +35,17 @@ class PillarCompiler:
         return dict(pillar.compile_pillar())
 
     def close(self) -> None:
+        """Remove the compiler's temporary directory."""
         self._tmp.cleanup()
 
 
 def file_compiler(tree: Path) -> PillarCompiler:
+    """A compiler over the pillar file tree ``tree`` (``pillar_roots``)."""
     return PillarCompiler({"pillar_roots": {"base": [str(tree)]}})
 
 
 def database_compiler(
     info: ConnectionInfo, ext_pillar: list[dict[str, Any]]
 ) -> PillarCompiler:
+    """A compiler over the database in ``info`` through ``ext_pillar``."""
     return PillarCompiler({"postgres": info.salt_options(), "ext_pillar": ext_pillar})

@@ -25,7 +25,15 @@ from typing import Any
 import yaml
 
 from harness.errors import HarnessError
-from harness.pillar.model import SCOPES, Fleet, Group, Minion, PillarRow, rows_for
+from harness.pillar.model import (
+    SCOPES,
+    FleetPillars,
+    Group,
+    MinionMembership,
+    PillarRow,
+    rows_for,
+)
+from harness.yamlfile import describe_error
 
 FLEET_FILE = "fleet.yaml"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]")
@@ -44,10 +52,11 @@ class PillarTreeError(HarnessError):
 
 
 def slug(name: str) -> str:
+    """``name`` with every character unsafe in a file name replaced by ``_``."""
     return _SLUG_RE.sub("_", name)
 
 
-def _row_path(row: PillarRow, fleet: Fleet) -> Path:
+def _row_path(row: PillarRow, fleet: FleetPillars) -> Path:
     if row.scope == "global":
         return Path("global") / f"{row.category}.sls"
     assert row.target is not None
@@ -61,7 +70,7 @@ def _sls_name(path: Path) -> str:
     return ".".join(path.with_suffix("").parts)
 
 
-def write_tree(fleet: Fleet, root: Path) -> None:
+def write_tree(fleet: FleetPillars, root: Path) -> None:
     """Write ``fleet`` as a pillar tree (with a top.sls) under ``root``."""
     root.mkdir(parents=True, exist_ok=True)
     description = {
@@ -80,7 +89,7 @@ def write_tree(fleet: Fleet, root: Path) -> None:
     (root / "top.sls").write_text(render_top(fleet))
 
 
-def render_top(fleet: Fleet) -> str:
+def render_top(fleet: FleetPillars) -> str:
     """A top.sls giving every minion its rows in the reference merge order.
 
     Each minion gets its own entry listing the SLS of all its rows in order,
@@ -93,7 +102,8 @@ def render_top(fleet: Fleet) -> str:
         sls = [_sls_name(_row_path(r, fleet)) for r in rows_for(fleet, minion_id)]
         if sls:
             top[minion_id] = [{"match": "list"}, *sls]
-    return yaml.safe_dump({"base": top}, sort_keys=False)
+    text: str = yaml.safe_dump({"base": top}, sort_keys=False)
+    return text
 
 
 def _load(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -101,7 +111,7 @@ def _load(path: Path, problems: list[str]) -> dict[str, Any] | None:
         text = path.read_text()
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-        problems.append(f"{path}: cannot be read: {str(exc).splitlines()[0]}")
+        problems.append(f"{path}: cannot be read: {describe_error(exc)}")
         return None
     if data is None:
         data = {}
@@ -111,7 +121,7 @@ def _load(path: Path, problems: list[str]) -> dict[str, Any] | None:
     return data
 
 
-def read_tree(root: Path) -> Fleet:
+def read_tree(root: Path) -> FleetPillars:
     """Parse a pillar tree; every problem is collected and raised together."""
     problems: list[str] = []
     if not root.is_dir():
@@ -122,7 +132,7 @@ def read_tree(root: Path) -> Fleet:
             f"{root / FLEET_FILE}: missing or unusable (orgs, groups, minions)"
         )
         raise PillarTreeError(problems)
-    fleet = Fleet()
+    fleet = FleetPillars()
     fleet.orgs = [str(o) for o in desc.get("orgs") or []]
     for entry in desc.get("groups") or []:
         if (
@@ -153,7 +163,9 @@ def read_tree(root: Path) -> Fleet:
             )
             continue
         order = fleet.group_order()
-        fleet.minions[str(minion_id)] = Minion(org, sorted(keys, key=order.__getitem__))
+        fleet.minions[str(minion_id)] = MinionMembership(
+            org, sorted(keys, key=order.__getitem__)
+        )
 
     targets = {
         "org": {slug(o): o for o in fleet.orgs},

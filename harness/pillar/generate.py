@@ -11,13 +11,15 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from harness.pillar.model import Fleet, Group, Minion, PillarRow
+from harness.pillar.model import FleetPillars, Group, MinionMembership, PillarRow
 
 GROUP_NAMES = ("web", "db", "cache", "batch", "edge", "build", "mail", "dns")
 
 
 @dataclass(frozen=True)
 class FleetShape:
+    """How a generated fleet is laid out: orgs, groups, memberships, seed."""
+
     orgs: int = 4
     groups_per_org: int = 5
     max_groups_per_minion: int = 3
@@ -28,10 +30,10 @@ def _token(rng: random.Random, n: int) -> str:
     return "".join(rng.choice("abcdef0123456789") for _ in range(n))
 
 
-def generate(minion_ids: list[str], shape: FleetShape = FleetShape()) -> Fleet:
+def generate(minion_ids: list[str], shape: FleetShape = FleetShape()) -> FleetPillars:
     """A fleet over ``minion_ids``: every minion in one org and 1..N groups."""
     rng = random.Random(shape.seed)
-    fleet = Fleet()
+    fleet = FleetPillars()
     fleet.orgs = [f"org{i + 1}" for i in range(shape.orgs)]
     for org in fleet.orgs:
         for name in GROUP_NAMES[: shape.groups_per_org]:
@@ -102,7 +104,7 @@ def generate(minion_ids: list[str], shape: FleetShape = FleetShape()) -> Fleet:
         org = rng.choice(fleet.orgs)
         count = rng.randint(1, shape.max_groups_per_minion)
         groups = sorted(rng.sample(by_org[org], count), key=fleet.groups.index)
-        fleet.minions[minion_id] = Minion(org, [g.key for g in groups])
+        fleet.minions[minion_id] = MinionMembership(org, [g.key for g in groups])
         digest = hashlib.sha256(minion_id.encode()).hexdigest()
         fleet.rows.append(
             PillarRow(

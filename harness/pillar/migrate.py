@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.pillar.compile import database_compiler, file_compiler
 from harness.pillar.files import read_tree
-from harness.pillar.model import Fleet, PillarRow
+from harness.pillar.model import FleetPillars, PillarRow
 from harness.pillar.store import PillarStore
 from harness.pillar.variants import FUNCTION_QUERY
 from harness.postgres import ConnectionInfo
@@ -34,9 +34,11 @@ class Plan:
 
     @property
     def empty(self) -> bool:
+        """True when the import would change nothing."""
         return not (self.added or self.changed or self.memberships)
 
     def render(self) -> str:
+        """One line per change (``+`` add, ``~`` change, ``@`` membership) and a total."""
         lines = [f"+ {label}" for label in self.added]
         lines += [f"~ {label}" for label in self.changed]
         lines += [f"@ {m}" for m in self.memberships]
@@ -51,7 +53,7 @@ def _row_key(row: PillarRow) -> tuple[str, str | None, str]:
     return (row.scope, row.target, row.category)
 
 
-def plan(current: Fleet, wanted: Fleet) -> Plan:
+def plan(current: FleetPillars, wanted: FleetPillars) -> Plan:
     """Compare what the database holds with what the tree says."""
     result = Plan()
     have = {_row_key(r): r.data for r in current.rows}
@@ -78,7 +80,7 @@ def plan(current: Fleet, wanted: Fleet) -> Plan:
 
 def import_tree(
     info: ConnectionInfo, tree: Path, *, dry_run: bool
-) -> tuple[Fleet, Plan]:
+) -> tuple[FleetPillars, Plan]:
     """Read ``tree``, plan, and (unless ``dry_run``) write it in one transaction."""
     wanted = read_tree(tree)
     conn = info.connect()
@@ -97,6 +99,8 @@ def import_tree(
 
 @dataclass(frozen=True)
 class Difference:
+    """A minion whose pillar differs between the file tree and the database."""
+
     minion_id: str
     files: Any
     database: Any
@@ -105,7 +109,7 @@ class Difference:
 def verify(
     info: ConnectionInfo,
     tree: Path,
-    fleet: Fleet,
+    fleet: FleetPillars,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Difference]:
     """Compile every minion's pillar from files and from the database; differences."""
@@ -128,6 +132,7 @@ def verify(
 
 
 def progress_line(done: int, total: int) -> None:
+    """Print verification progress on one updating stderr line."""
     if done == total or done % 50 == 0:
         print(
             f"\rverified {done}/{total} minions",

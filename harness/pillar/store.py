@@ -1,4 +1,4 @@
-"""Read and write a :class:`~harness.pillar.model.Fleet` in the PostgreSQL
+"""Read and write a :class:`~harness.pillar.model.FleetPillars` in the PostgreSQL
 schema of ``sql/0001_pillar_store.sql``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import psycopg2.extensions
 from psycopg2.extensions import cursor as Cursor
 from psycopg2.extras import Json
 
-from harness.pillar.model import Fleet, Group, Minion, PillarRow
+from harness.pillar.model import FleetPillars, Group, MinionMembership, PillarRow
 from harness.postgres import ConnectionInfo
 
 
@@ -27,12 +27,14 @@ class PillarStore:
 
     @contextmanager
     def transaction(self) -> Iterator[Cursor]:
+        """A cursor in one transaction: committed on success, rolled back on error."""
         with self.conn, self.conn.cursor() as cur:
             yield cur
 
     # -- reading -----------------------------------------------------------
-    def load(self, cur: Cursor) -> Fleet:
-        fleet = Fleet()
+    def load(self, cur: Cursor) -> FleetPillars:
+        """Read the whole pillar store."""
+        fleet = FleetPillars()
         cur.execute("SELECT id, name FROM organization ORDER BY id")
         org_names = {oid: name for oid, name in cur.fetchall()}
         fleet.orgs = list(org_names.values())
@@ -45,7 +47,7 @@ class PillarStore:
         cur.execute("SELECT id, org_id, minion_id FROM server ORDER BY minion_id")
         server_ids = {}
         for sid, org_id, minion_id in cur.fetchall():
-            fleet.minions[minion_id] = Minion(org_names[org_id])
+            fleet.minions[minion_id] = MinionMembership(org_names[org_id])
             server_ids[sid] = minion_id
         cur.execute(
             "SELECT server_id, group_id FROM server_group_member ORDER BY group_id"
@@ -69,6 +71,7 @@ class PillarStore:
 
     # -- writing -----------------------------------------------------------
     def ensure_org(self, cur: Cursor, name: str) -> int:
+        """The id of organization ``name``, created if missing."""
         cur.execute(
             "INSERT INTO organization (name) VALUES (%s) ON CONFLICT (name) DO NOTHING",
             (name,),
@@ -77,6 +80,7 @@ class PillarStore:
         return int(cur.fetchone()[0])
 
     def ensure_group(self, cur: Cursor, group: Group) -> int:
+        """The id of ``group`` (and its organization), created if missing."""
         org_id = self.ensure_org(cur, group.org)
         cur.execute(
             "INSERT INTO server_group (org_id, name) VALUES (%s, %s) "
@@ -90,6 +94,7 @@ class PillarStore:
         return int(cur.fetchone()[0])
 
     def ensure_server(self, cur: Cursor, minion_id: str, org: str) -> int:
+        """The id of minion ``minion_id`` in organization ``org``, created or moved."""
         org_id = self.ensure_org(cur, org)
         cur.execute(
             "INSERT INTO server (org_id, minion_id) VALUES (%s, %s) "
@@ -100,6 +105,7 @@ class PillarStore:
         return int(cur.fetchone()[0])
 
     def set_membership(self, cur: Cursor, server_id: int, group_ids: list[int]) -> None:
+        """Make the server's groups exactly ``group_ids``."""
         cur.execute(
             "DELETE FROM server_group_member WHERE server_id = %s AND NOT group_id = ANY(%s)",
             (server_id, group_ids),
@@ -112,6 +118,7 @@ class PillarStore:
             )
 
     def upsert_row(self, cur: Cursor, row: PillarRow, target_id: int | None) -> None:
+        """Insert ``row`` at its scope and target, or replace its data."""
         column = {
             "global": None,
             "org": "org_id",
@@ -144,7 +151,7 @@ class PillarStore:
                 values,
             )
 
-    def write(self, cur: Cursor, fleet: Fleet) -> None:
+    def write(self, cur: Cursor, fleet: FleetPillars) -> None:
         """Make the database hold ``fleet`` (adds and updates; removes nothing)."""
         org_ids = {name: self.ensure_org(cur, name) for name in fleet.orgs}
         group_ids = {g.key: self.ensure_group(cur, g) for g in fleet.groups}
@@ -166,7 +173,7 @@ class PillarStore:
             self.upsert_row(cur, row, target_id)
 
 
-def store_fleet(info: ConnectionInfo, fleet: Fleet) -> None:
+def store_fleet(info: ConnectionInfo, fleet: FleetPillars) -> None:
     """Write ``fleet`` into the database at ``info`` in one transaction."""
     conn = info.connect()
     try:

@@ -39,6 +39,12 @@ def _postgres(queries: list[str], module: str = "postgres") -> list[dict[str, An
     return [{module: [{"query": q, "as_json": True} for q in queries]}]
 
 
+def db_ext_pillar() -> list[dict[str, Any]]:
+    """The ``ext_pillar`` that reads a minion's rows from PostgreSQL in merge
+    order with one call of ``salt_pillar_rows()`` (the README's configuration)."""
+    return _postgres([FUNCTION_QUERY])
+
+
 def master_opts(
     variant: str, *, pillar_tree: Path | None, extension_dir: Path
 ) -> dict[str, Any]:
@@ -52,7 +58,7 @@ def master_opts(
             raise HarnessError("the files variant needs a pillar tree")
         return {"pillar_roots": {"base": [str(pillar_tree)]}}
     if variant == "db-function":
-        return {"ext_pillar": _postgres([FUNCTION_QUERY])}
+        return {"ext_pillar": db_ext_pillar()}
     if variant == "db-queries":
         return {"ext_pillar": _postgres(list(SCOPE_QUERIES))}
     if variant == "db-upstream":

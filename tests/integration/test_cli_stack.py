@@ -8,6 +8,7 @@ import pytest
 
 from harness.ports import free_port
 from harness.postgres import EmbeddedPostgres
+from harness.stack import master_layout
 from tests.conftest import alive, run_cli
 
 pytestmark = pytest.mark.integration
@@ -92,7 +93,7 @@ def test_interrupt_during_startup_stops_everything(open_tmp) -> None:
     try:
         # interrupt once the master exists (its config is written just before it starts)
         deadline = time.monotonic() + 120
-        while not (root / "master" / "etc" / "salt" / "master").exists():
+        while not master_layout(root).conf_file.exists():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.1)

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import proctree
 from harness.ratelimit import EXEMPT_POOL, RateLimiting
-from harness.stack import Stack, StackSettings
+from harness.stack import Stack, fleet_stack
 
 pytestmark = pytest.mark.integration
 
@@ -25,14 +25,12 @@ DEFAULT = "MWorker default"
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
-    settings = StackSettings(
+    with fleet_stack(
+        MINIONS,
         root=open_tmp_module / "stack",
-        real_minion=False,
-        simulated_minions=MINIONS,
         master_opts=RateLimiting(exempt_pool_workers=1).master_options(2),
         worker_threads=2,
-    )
-    with Stack(settings) as running:
+    ) as running:
         yield running
 
 

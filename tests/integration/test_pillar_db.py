@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pillar.model import Fleet, Group, Minion, PillarRow, merged_pillar
+from harness.pillar.model import (
+    FleetPillars,
+    Group,
+    MinionMembership,
+    PillarRow,
+    merged_pillar,
+)
 from harness.pillar.store import store_fleet
 from harness.pillar.variants import master_opts
 from harness.stack import REAL_MINION_ID, Stack, StackSettings
@@ -14,13 +20,13 @@ pytestmark = pytest.mark.integration
 ODD_ID = "o'brien%s;DROP TABLE salt_pillar;--"
 
 
-def _fleet(minion_id: str) -> Fleet:
+def _fleet(minion_id: str) -> FleetPillars:
     """Two groups set the same keys; the later-created group wins."""
-    return Fleet(
+    return FleetPillars(
         orgs=["acme"],
         # created in this order, so "zeta" gets the lower id and loses
         groups=[Group("acme", "zeta"), Group("acme", "alpha")],
-        minions={minion_id: Minion("acme", ["acme/zeta", "acme/alpha"])},
+        minions={minion_id: MinionMembership("acme", ["acme/zeta", "acme/alpha"])},
         rows=[
             PillarRow(
                 "global",
@@ -43,7 +49,7 @@ def _fleet(minion_id: str) -> Fleet:
     )
 
 
-def _write(stack: Stack, fleet: Fleet) -> None:
+def _write(stack: Stack, fleet: FleetPillars) -> None:
     assert stack.pg is not None
     store_fleet(stack.pg, fleet)
 

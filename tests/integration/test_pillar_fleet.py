@@ -11,11 +11,12 @@ import os
 
 import pytest
 
+from harness.fleet import FleetConfig
 from harness.pillar.generate import generate
 from harness.pillar.model import merged_pillar
 from harness.pillar.store import store_fleet
 from harness.pillar.variants import master_opts
-from harness.stack import Stack, StackSettings
+from harness.stack import fleet_stack
 
 pytestmark = pytest.mark.integration
 
@@ -24,19 +25,18 @@ FLEET_MINIONS = int(os.environ.get("SALTFLEET_FLEET_MINIONS", "1000"))
 
 
 def test_every_minion_gets_only_its_own_pillar(open_tmp) -> None:
-    settings = StackSettings(
+    stack = fleet_stack(
+        FLEET_MINIONS,
         root=open_tmp / "stack",
-        real_minion=False,
-        simulated_minions=FLEET_MINIONS,
         # Isolation, not speed: on a loaded machine 1000 compiles can queue
         # for longer than a minion's default 60 s request timeout, and a
         # timed-out pillar.items is no answer to the question asked here.
-        simulated_config={"request_timeout": 900.0, "request_tries": 1},
+        fleet=FleetConfig(request_timeout=900.0, request_tries=1),
         master_opts=master_opts(
             "db-function", pillar_tree=None, extension_dir=open_tmp
         ),
     )
-    with Stack(settings) as stack:
+    with stack:
         ids = stack.fleet.ids
         fleet = generate(ids)
         assert stack.pg is not None

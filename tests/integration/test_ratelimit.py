@@ -8,13 +8,12 @@ flight at once (``peak_minion_jobs``): the limiter must keep that at or below
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
 import pytest
 import salt.exceptions
 
-from harness.master import salt_script
+from harness.fleet import FleetConfig, LatencySpec, TimingModel
 from harness.ratelimit import (
     MANAGER_START_EVENT,
     QueueProbe,
@@ -22,7 +21,7 @@ from harness.ratelimit import (
     listener_outcomes,
     outcome_problems,
 )
-from harness.stack import Stack, StackSettings
+from harness.stack import Stack, fleet_stack
 
 pytestmark = pytest.mark.integration
 
@@ -49,42 +48,30 @@ def _wait_for(predicate, timeout: float = 30, interval: float = 0.2):
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
-    from evil_minions.config import LatencySpec, TimingModel
-
-    settings = StackSettings(
+    with fleet_stack(
+        MINIONS,
         root=open_tmp_module / "stack",
-        real_minion=False,
-        simulated_minions=MINIONS,
         # Minions that run at most max_minion_jobs jobs at once (more wait
         # on the minion) and take a few seconds per state run.
-        simulated_config={
-            "timing": TimingModel(
+        fleet=FleetConfig(
+            timing=TimingModel(
                 state_duration=LatencySpec(2.0, 3.0),
                 max_concurrent_jobs=LIMITS.max_minion_jobs,
             )
-        },
+        ),
         master_opts=LIMITS.master_options(),
-    )
-    with Stack(settings) as running:
+    ) as running:
         yield running
 
 
 def _probe(stack: Stack) -> QueueProbe:
     assert stack.master is not None
-    return QueueProbe(stack.master.settings.root / "run" / "master")
+    return QueueProbe(stack.master.settings.sock_dir)
 
 
 def _salt_cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     assert stack.master is not None
-    return subprocess.run(
-        [salt_script("salt"), "-c", str(stack.master.settings.conf_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-        env={"PYTHONWARNINGS": "ignore", "PATH": sys.exec_prefix + "/bin"},
-    )
+    return stack.master.run_cli("salt", *args)
 
 
 def _idle(stack: Stack) -> bool:

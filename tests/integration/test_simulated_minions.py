@@ -8,7 +8,8 @@ import time
 import pytest
 
 from evil_minions import fire_beacons, synthetic_grains
-from harness.stack import Stack, StackSettings
+from harness.fleet import FleetConfig
+from harness.stack import Stack, fleet_stack
 from tests.conftest import alive
 
 pytestmark = pytest.mark.integration
@@ -18,20 +19,15 @@ COUNT = int(os.environ.get("SALTFLEET_CI_MINIONS", "50"))
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
-    root = open_tmp_module / "stack"
-    pillar = root / "master" / "srv" / "pillar"
-    pillar.mkdir(parents=True)
-    (pillar / "top.sls").write_text("base:\n  '*':\n    - common\n")
-    (pillar / "common.sls").write_text(
-        "who: {{ grains['id'] }}\nfamily: {{ grains['os_family'] }}\n"
-    )
-    settings = StackSettings(
-        root=root,
-        real_minion=False,
-        simulated_minions=COUNT,
-        simulated_config={"processes": 2},
-    )
-    with Stack(settings) as running:
+    with fleet_stack(
+        COUNT,
+        root=open_tmp_module / "stack",
+        fleet=FleetConfig(count=COUNT, processes=2),
+        pillar_files={
+            "top.sls": "base:\n  '*':\n    - common\n",
+            "common.sls": "who: {{ grains['id'] }}\nfamily: {{ grains['os_family'] }}\n",
+        },
+    ) as running:
         yield running
 
 
@@ -103,9 +99,7 @@ def test_beacon_event_reaches_the_master_bus(stack: Stack) -> None:
 
 
 def test_fleet_stops_with_the_stack(open_tmp) -> None:
-    with Stack(
-        StackSettings(root=open_tmp / "s", real_minion=False, simulated_minions=5)
-    ) as small:
+    with fleet_stack(5, root=open_tmp / "s") as small:
         assert len(small.cmd("*", "test.ping")) == 5
         pids = small.pids()
     assert alive(pids) == []

@@ -18,6 +18,7 @@ import json
 import logging
 import socket
 import time
+from typing import Any
 
 import salt.utils.event
 
@@ -37,7 +38,8 @@ def start(host: str = "127.0.0.1", port: int = 0) -> None:
     """
     Run the forwarder until the master stops it.
     """
-    opts = __opts__  # type: ignore[name-defined]  # noqa: F821 (loader-injected)
+    # Salt's loader injects __opts__ into the module's globals
+    opts: dict[str, Any] = globals()["__opts__"]
     conn = None
     deadline = time.monotonic() + 30
     while conn is None and time.monotonic() < deadline:

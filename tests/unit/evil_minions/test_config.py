@@ -1,5 +1,6 @@
 """FleetConfig is the harness's typed entry point: validation names the bad
-option, and it round-trips through JSON (workers) and argv (subprocess)."""
+option, it round-trips through JSON (the harness's and the supervisor's
+hand-over) and the CLI's flags express every setting."""
 
 from __future__ import annotations
 
@@ -129,5 +130,42 @@ def test_json_round_trip():
 
 def test_argv_round_trip_through_the_cli_parser():
     cfg = _sample_config()
-    args = _build_parser().parse_args(["run", *cfg.to_argv()])
+    argv = [
+        "--master", "10.0.0.1:14506", "--publish-port", "14505",
+        "--count", "50", "--processes", "2", "--prefix", "sim",
+        "--keys-dir", "/k", "--run-dir", "/r", "--ramp-rate", "25",
+        "--latency", "0.1-0.2", "--function-latency", "pkg.list_pkgs=1-2",
+        "--slowdown", "1.5", "--max-concurrent-jobs", "2",
+        "--exempt-functions", "saltutil.find_job",
+        "--replay", "/replay.json", "--replay-first", "--no-startup-pillar",
+        "--seed", "3",
+    ]  # fmt: skip
+    args = _build_parser().parse_args(["run", *argv])
     assert config_from_args(args) == cfg
+
+
+def test_run_reads_the_config_file_a_harness_writes(tmp_path):
+    cfg = _sample_config()
+    path = tmp_path / "fleet.json"
+    path.write_text(cfg.to_json())
+    args = _build_parser().parse_args(["run", "--config", str(path)])
+    assert config_from_args(args) == cfg
+    mixed = _build_parser().parse_args(
+        ["run", "--config", str(path), "--count", "3", "--slowdown", "2"]
+    )
+    with pytest.raises(ConfigError, match=r"drop --count, --slowdown$"):
+        config_from_args(mixed)
+
+
+def test_a_broken_config_file_is_named(tmp_path):
+    path = tmp_path / "fleet.json"
+    path.write_text("{}")
+    with pytest.raises(ConfigError, match=f"{path} is not a fleet config"):
+        FleetConfig.load(path)
+    with pytest.raises(ConfigError, match="cannot read fleet config"):
+        FleetConfig.load(tmp_path / "missing.json")
+
+
+def test_cli_defaults_are_fleet_config_defaults():
+    args = _build_parser().parse_args(["run", "--master", "127.0.0.1"])
+    assert config_from_args(args) == FleetConfig()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from evil_minions.config import minion_ids
 from evil_minions.grains import synthetic_grains
 from evil_minions.matching import TargetMatcher, match_view
 
@@ -19,8 +20,7 @@ def matcher():
 
 
 def _first_with(family: str) -> str:
-    for n in range(1, 200):
-        minion_id = f"evil-{n:04d}"
+    for minion_id in minion_ids("evil", 199):
         if synthetic_grains(minion_id)["os_family"] == family:
             return minion_id
     raise AssertionError(f"no {family} minion in the first 200 ids")

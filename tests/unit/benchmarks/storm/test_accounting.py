@@ -8,26 +8,21 @@ from __future__ import annotations
 
 import datetime
 import pickle
+import threading
 
 from benchmarks.proctree import role
-from benchmarks.storm import (
+from benchmarks.storm.accounting import (
     PING_TARGETS,
-    DecideResult,
     JobBook,
     JobTrack,
-    Ping,
-    Sample,
-    StormSetup,
     VariantResult,
     job_cache_returns,
     ping_order,
     ping_targets,
-    report_lines,
-    reproduce_command,
     storm_jobs,
 )
 from harness.events import Event
-from harness.ratelimit import RateLimiting
+from harness.fleet import minion_ids
 
 
 def _ret(jid: str, minion: str, at: float = 100.0, age: float = 0.5) -> Event:
@@ -118,7 +113,7 @@ def test_the_storm_mixes_sleeps_and_state_runs_reproducibly():
 
 
 def test_presence_pings_go_to_other_minions_each_tick_through_the_whole_fleet():
-    ids = [f"evil-{i:04d}" for i in range(1, 101)]
+    ids = minion_ids("evil", 100)
     order = ping_order(ids)
     assert sorted(order) == ids and order != ids  # shuffled, nobody left out
     assert ping_order(ids) == order  # the same order in both variants
@@ -135,41 +130,6 @@ def test_a_small_fleet_is_pinged_whole_and_an_empty_one_not_at_all():
     assert ping_targets([], 0) == []
 
 
-def test_missing_returns_are_called_lost_only_when_the_storm_ran_to_its_end():
-    done = VariantResult("on", None, expected_returns=10, received_cache=8)
-    done.ended_by = "all expected returns arrived"
-    assert not done.cut and done.missing_returns == 2
-    cut = VariantResult("on", None, expected_returns=10, received_cache=8)
-    cut.ended_by = "max wait of 600s reached"
-    assert cut.cut and cut.missing_returns == 2
-    from benchmarks.storm import _lost_cell
-
-    assert _lost_cell(done) == "2"
-    assert _lost_cell(cut) == "n/a: cut, 2 missing"
-
-
-def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> None:
-    defaults = {
-        "minions": 1000,
-        "jobs": 200,
-        "processes": 2,
-        "submitters": 4,
-        "max_wait": 1800,
-        "decide_calls": 20000,
-        "variants": ("on", "off"),
-        "max_master_jobs": 2000,
-        "exempt_pool": 1,
-    }
-    assert reproduce_command(**defaults) == "nox -s bench -- storm"
-    changed = dict(
-        defaults, minions=200, max_wait=90.5, variants=("on",), exempt_pool=0
-    )
-    assert reproduce_command(**changed) == (
-        "nox -s bench -- storm --minions 200 --max-wait 90.5 --variants on "
-        "--exempt-pool 0"
-    )
-
-
 def test_master_processes_are_told_apart_by_the_name_salt_gives_them() -> None:
     base = ["/venv/bin/python", "/venv/bin/salt-master", "-c", "/etc/salt"]
     assert role([*base, "-l", "warning"]) == "main"
@@ -182,45 +142,36 @@ def test_master_processes_are_told_apart_by_the_name_salt_gives_them() -> None:
     assert role(["/venv/bin/python", "something-else"]) == "main"
 
 
-def _sample(t: float, rss: dict[str, float]) -> Sample:
-    return Sample(
-        t=t,
-        master_rss_mb=sum(rss.values()),
-        bus_delay_s=0.1,
-        queued=0,
-        in_flight=1,
-        returns_per_s=100.0,
-        minion_returns_per_s=100.0,
-        rss_by_role=rss,
+def test_the_end_counts_add_up_the_book_and_take_the_job_cache_as_received():
+    book = JobBook()
+    book.limited = True
+    book.add(JobTrack("1", "state.apply", targets=3, accepted=10.0))
+    book.add(JobTrack("2", "state.apply", targets=3, accepted=10.0))
+    book.add(JobTrack("3", "test.sleep", targets=3, accepted=10.0))
+    book.feed(
+        [
+            _outcome("1", "published"),
+            _outcome("2", "published_excluding", excluded=["c"]),
+            _outcome("3", "expired"),
+            _ret("1", "a"),
+            _ret("2", "a"),
+            _ret("2", "b"),
+        ]
     )
+    result = VariantResult("on", None)
+    result.tally(book.jobs.values(), {"1": 3, "2": 2})
+    assert result.outcomes == {"published": 1, "published_excluding": 1, "expired": 1}
+    assert result.expected_returns == 3 + 2  # job 3 expired: no returns owed
+    assert result.received_bus == 3
+    assert result.received_cache == 5  # the job cache also has job 1's late ones
+    assert result.completed_jobs == 1  # only job 2 got every return on the bus
+    assert result.missing_returns == 0
 
 
-def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
-    on = VariantResult("on", RateLimiting(exempt_pool_workers=1), submitted=2)
-    on.ended_by = "all expected returns arrived"
-    on.expected_returns = on.received_cache = 20
-    on.peak_minion_jobs = 2
-    on.samples = [
-        _sample(1, {"MWorker default": 400.0, "RateLimitQueueManager": 90.0}),
-        _sample(2, {"MWorker default": 450.0, "RateLimitQueueManager": 91.0}),
-    ]
-    on.pings = [Ping(1, 12.0, PING_TARGETS, 0.1, 1.0), Ping(2, 3.0, 3, 0.2, None)]
-    decisions = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
-    text = "\n".join(
-        str(line)
-        for line in report_lines(
-            [on], decisions, StormSetup(10, 2, 3, "nox -s bench -- storm")
-        )
-    )
-    assert "at most 2 jobs on one minion <= 10" in text
-    assert "returns lost for published jobs: 0: met" in text
-    assert "presence ping p99 " in text and "<= 2 s: NOT met" in text
-    assert "one decision: worst p99 6.0 us <= 50 us: met" in text
-    # the ping that never got a first return is counted, not dropped
-    assert "(1 never)" in text
-    # the process that grew most comes first
-    assert text.index("| on | MWorker default | 400 | 450 | +50 |") < text.index(
-        "| on | RateLimitQueueManager | 90 | 91 | +1 |"
-    )
-    assert "worker pool of their own with 1 MWorker(s)" in text
-    assert "by 3 client threads" in text
+def test_a_book_can_share_its_lock_with_the_run_that_owns_it():
+    lock = threading.RLock()
+    book = JobBook(lock)
+    assert book.lock is lock
+    with lock:  # held by a run's thread while it reads the book
+        book.add(JobTrack("1", "test.sleep", targets=1, accepted=10.0))
+        assert book.in_flight() == 1

@@ -18,6 +18,7 @@ from harness.ratelimit import (
     OUTCOMES,
     QueueProbe,
     RateLimiting,
+    job_event,
     outcome_problems,
     outcomes,
 )
@@ -65,6 +66,17 @@ def test_no_exempt_pool_leaves_the_workers_alone() -> None:
 def test_outcomes_are_salts() -> None:
     ratelimit = pytest.importorskip("salt.ratelimit")
     assert OUTCOMES == ratelimit.OUTCOMES
+
+
+def test_job_event_reads_the_jid_and_outcome_of_rate_limit_job_tags_only() -> None:
+    assert job_event("salt/ratelimit/job/1/published_excluding") == (
+        "1",
+        "published_excluding",
+    )
+    assert job_event("salt/ratelimit/job/1/queued") == ("1", "queued")
+    assert job_event("salt/job/1/ret/m1") is None
+    assert job_event("salt/ratelimit/capacity/reconciled") is None
+    assert job_event("salt/ratelimit/job/1/published/extra") is None
 
 
 def test_outcomes_per_job() -> None:

@@ -9,10 +9,16 @@ import pytest
 
 from harness.pillar.files import PillarTreeError, read_tree, write_tree
 from harness.pillar.generate import FleetShape, generate
-from harness.pillar.model import Fleet, Group, Minion, PillarRow, merged_pillar
+from harness.pillar.model import (
+    FleetPillars,
+    Group,
+    MinionMembership,
+    PillarRow,
+    merged_pillar,
+)
 
 
-def _fleet() -> Fleet:
+def _fleet() -> FleetPillars:
     return generate(
         [f"web{n}.example.com" for n in range(12)], FleetShape(orgs=2, groups_per_org=3)
     )
@@ -32,10 +38,10 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_reference_merge_order() -> None:
-    fleet = Fleet(
+    fleet = FleetPillars(
         orgs=["acme"],
         groups=[Group("acme", "first"), Group("acme", "second")],
-        minions={"m1": Minion("acme", ["acme/first", "acme/second"])},
+        minions={"m1": MinionMembership("acme", ["acme/first", "acme/second"])},
         rows=[
             PillarRow("minion", "m1", "own", {"who": "minion"}),
             PillarRow("group", "acme/second", "g", {"who": "second", "tune": {"b": 2}}),
@@ -90,3 +96,22 @@ def test_membership_errors(tmp_path: Path) -> None:
 def test_missing_fleet_file(tmp_path: Path) -> None:
     with pytest.raises(PillarTreeError, match=r"fleet\.yaml: missing"):
         read_tree(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("bad.sls", "a: 1\nb: [1, 2\nc: 3\n", "line 3, column 2"),
+        ("tabs.sls", "a:\n\tb: 1\n", "line 2, column 1"),
+        ("bad.json", '{"a": 1,\n "b": }\n', "line 2, column 7"),
+    ],
+)
+def test_unreadable_files_name_line_and_column(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    tree = tmp_path / "tree"
+    write_tree(_fleet(), tree)
+    (tree / "global" / name).write_text(text)
+    with pytest.raises(PillarTreeError) as err:
+        read_tree(tree)
+    assert f"global/{name}: cannot be read: {where}: " in str(err.value)

@@ -1,0 +1,533 @@
+"""Load through salt-api: stacks, locust processes, sampling, the report.
+
+For each variant (rate limiting ``off``, then ``on``) one stack is started:
+PostgreSQL with the fleet's pillars, a salt-master, salt-api and the
+simulated minions. Then:
+
+1. locust runs headless against salt-api with the console users and the
+   load shape of :mod:`benchmarks.load.locustfile` (alone, or as a locust
+   master with ``workers`` worker processes on loopback), writing its CSVs
+   (``--csv-full-history``) and HTML report;
+2. meanwhile, once a second, the master's and salt-api's process trees
+   (CPU, RSS) and the fleet's returns per second are sampled;
+3. afterwards, the cost of salt-api itself: the same number of async-job
+   submissions through salt-api and through ``LocalClient`` directly.
+
+The report (Markdown + PNG) lands in ``benchmarks/results/``. With
+``master_host`` set, :func:`run_workers` only starts locust workers that
+connect to a locust master elsewhere (see the README).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from benchmarks import proctree, report
+from benchmarks.load.shape import LoadProfile
+from benchmarks.load.summary import (
+    ApiCost,
+    ReportContext,
+    ResourceSample,
+    VariantRun,
+    read_locust,
+    render,
+    timeline_plot,
+)
+from benchmarks.load.traffic import PASSWORD_ENV
+from harness.errors import HarnessError
+from harness.processes import ManagedProcess
+
+if TYPE_CHECKING:
+    from harness.fleet import SimulatedFleet
+    from harness.stack import Stack
+
+PROJECT_ROOT: Final = Path(__file__).resolve().parents[2]
+LOCUSTFILE: Final = Path(__file__).resolve().parent / "locustfile.py"
+#: locust's default port for workers to reach the master
+LOCUST_MASTER_PORT: Final = 5557
+#: how long locust may run beyond its load shape before it is stopped
+LOCUST_GRACE_S: Final = 120.0
+SAMPLE_INTERVAL_S: Final = 1.0
+#: locust's output and the daemons' logs, per run, unless a workdir is given
+WORKDIR_ROOT: Final = PROJECT_ROOT / ".saltfleet" / "load"
+#: workers on this machine get this long to connect to the locust master
+WORKERS_CONNECT_S: Final = 60
+#: workers on other machines get this long: someone starts them by hand
+REMOTE_WORKERS_CONNECT_S: Final = 600
+
+
+@dataclass(frozen=True)
+class LocustWorkers:
+    """Where locust's users run: in the one locust process (no workers), or
+    in worker processes here and on other machines."""
+
+    local: int = 0
+    #: workers on other machines the locust master waits for
+    remote: int = 0
+    #: where the locust master listens for workers
+    bind_host: str = "127.0.0.1"
+    #: None: a free port, or locust's default when workers come from elsewhere
+    port: int | None = None
+
+    @property
+    def expected(self) -> int:
+        """Workers the locust master waits for."""
+        return self.local + self.remote
+
+    @property
+    def connect_s(self) -> int:
+        """Seconds the locust master waits for its workers."""
+        return REMOTE_WORKERS_CONNECT_S if self.remote else WORKERS_CONNECT_S
+
+    def master_port(self) -> int:
+        """The port the locust master listens on for workers."""
+        from harness.ports import free_port
+
+        if self.port is not None:
+            return self.port
+        return LOCUST_MASTER_PORT if self.remote else free_port()
+
+    def describe(self) -> str:
+        """One line for the report."""
+        if not self.expected:
+            return "one process"
+        where = f"{self.local} worker(s) on loopback"
+        if self.remote:
+            where += f" and {self.remote} on other machines"
+        return f"a locust master and {where}"
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """One load run; defaults are the lead's full-size run."""
+
+    minions: int = 1000
+    #: worker processes of the simulated fleet
+    processes: int = 2
+    profile: LoadProfile = field(default_factory=LoadProfile)
+    variants: tuple[str, ...] = ("off", "on")
+    workers: LocustWorkers = field(default_factory=LocustWorkers)
+    #: async-job submissions for the salt-api vs LocalClient comparison; 0: skip
+    submissions: int = 200
+    #: rate_limiting:max_master_jobs of the limiter-on master
+    max_master_jobs: int = 2000
+    #: rate_limiting:max_queue of the limiter-on master (Salt's default)
+    max_queue: int = 10000
+    presence_targets: int = 10
+    group_size: int = 50
+    #: where salt-api listens: another address of this machine for workers elsewhere
+    api_host: str = "127.0.0.1"
+    #: report file name (without .md) in benchmarks/results/
+    name: str = "load"
+    workdir: Path | None = None
+    keys_dir: Path | None = None
+    #: the command line shown as how to regenerate the report
+    command: str = ""
+
+
+@dataclass
+class LocustCommand:
+    """Builds locust's command lines for one run (pure: tested as such)."""
+
+    host: str
+    profile: LoadProfile
+    out_prefix: Path
+    presence_targets: int = 10
+    group_size: int = 50
+    extra: list[str] = field(default_factory=list)
+
+    def _base(self) -> list[str]:
+        return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
+
+    def _profile_args(self) -> list[str]:
+        p = self.profile
+        return [
+            f"--load-users={p.users}",
+            f"--load-spike-users={p.spike_users}",
+            f"--load-ramp={p.ramp_s}",
+            f"--load-steady={p.steady_s}",
+            f"--load-spike={p.spike_s}",
+            f"--load-recover={p.recover_s}",
+        ]
+
+    def headless(
+        self, workers: LocustWorkers | None = None, port: int = 0
+    ) -> list[str]:
+        """The locust that runs the shape and writes CSVs and HTML; a master
+        listening on ``port`` for ``workers``, if any."""
+        argv = [
+            *self._base(),
+            "--host",
+            self.host,
+            "--headless",
+            "--only-summary",
+            "--csv",
+            str(self.out_prefix),
+            "--csv-full-history",
+            "--html",
+            f"{self.out_prefix}.html",
+            # failures are what this run measures, not a reason to fail
+            "--exit-code-on-error=0",
+            f"--run-time={int(self.profile.duration_s + 10)}s",
+            f"--presence-targets={self.presence_targets}",
+            f"--group-size={self.group_size}",
+            *self._profile_args(),
+        ]
+        if workers is not None and workers.expected:
+            argv += [
+                "--master",
+                f"--master-bind-host={workers.bind_host}",
+                f"--master-bind-port={port}",
+                f"--expect-workers={workers.expected}",
+                f"--expect-workers-max-wait={workers.connect_s}",
+            ]
+        return argv + self.extra
+
+
+def worker_command(master_host: str, master_port: int) -> list[str]:
+    """A locust worker that takes its options (host, shape, targets) from
+    the locust master it connects to."""
+    return [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(LOCUSTFILE),
+        "--worker",
+        f"--master-host={master_host}",
+        f"--master-port={master_port}",
+    ]
+
+
+def _locust_env(password: str | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    if password is not None:
+        env[PASSWORD_ENV] = password
+    return env
+
+
+def start_workers(
+    count: int, master_host: str, master_port: int, log_dir: Path
+) -> list[ManagedProcess]:
+    """Start ``count`` locust workers for the master at ``master_host:master_port``."""
+    workers = []
+    for index in range(count):
+        worker = ManagedProcess(
+            f"locust-worker-{index + 1}",
+            worker_command(master_host, master_port),
+            log_dir / f"locust-worker-{index + 1}.log",
+            env=_locust_env(),
+            cwd=PROJECT_ROOT,
+        )
+        worker.start()
+        workers.append(worker)
+    return workers
+
+
+def run_locust(
+    command: LocustCommand, password: str, workers: LocustWorkers, log_dir: Path
+) -> None:
+    """Run locust headless to the end of its shape, with ``workers``. Every
+    process started here is stopped by pid before returning."""
+    port = workers.master_port() if workers.expected else 0
+    main = ManagedProcess(
+        "locust",
+        command.headless(workers, port),
+        log_dir / "locust.log",
+        env=_locust_env(password),
+        cwd=PROJECT_ROOT,
+    )
+    started: list[ManagedProcess] = []
+    try:
+        main.start()
+        started.append(main)
+        if workers.local:
+            started += start_workers(workers.local, "127.0.0.1", port, log_dir)
+        limit = command.profile.duration_s + workers.connect_s + LOCUST_GRACE_S
+        deadline = time.monotonic() + limit
+        while main.running():
+            if time.monotonic() > deadline:
+                raise HarnessError(
+                    f"locust still running {limit:.0f}s after it started; "
+                    f"stopped it. Last lines of its log:\n{main.log_tail()}"
+                )
+            time.sleep(0.5)
+        if main.returncode() != 0:
+            raise main.fail(f"exited with code {main.returncode()}")
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+def run_workers(
+    master_host: str, master_port: int, count: int, rounds: int, log_dir: Path
+) -> int:
+    """Only workers, for a locust master on another machine: ``count``
+    workers for each of ``rounds`` locust runs (one per variant; a worker
+    ends with its run). 0 once all rounds ended well, else 1."""
+    for round_ in range(1, rounds + 1):
+        workers = start_workers(count, master_host, master_port, log_dir)
+        print(
+            f"run {round_}/{rounds}: {count} locust worker(s) for the locust "
+            f"master at {master_host}:{master_port}; logs in {log_dir}",
+            flush=True,
+        )
+        try:
+            while any(w.running() for w in workers):
+                time.sleep(1)
+        finally:
+            for worker in workers:
+                worker.stop()
+        failed = [w for w in workers if w.returncode() != 0]
+        for worker in failed:
+            print(
+                f"{worker.name} exited with {worker.returncode()}:\n{worker.log_tail()}"
+            )
+        if failed:
+            return 1
+    return 0
+
+
+class ResourceSampler(threading.Thread):
+    """Samples the master's and salt-api's trees and the fleet, once a second."""
+
+    def __init__(
+        self, master_pid: int, api_pid: int, fleet: SimulatedFleet | None
+    ) -> None:
+        super().__init__(name="load-sampler", daemon=True)
+        self.master_pid = master_pid
+        self.api_pid = api_pid
+        self.fleet = fleet
+        self.samples: list[ResourceSample] = []
+        self._stop_event = threading.Event()
+
+    def _returns(self) -> int:
+        status = self.fleet.status() if self.fleet is not None else None
+        sent = status.get("returns_sent") if status else None
+        return sent if isinstance(sent, int) else 0
+
+    def run(self) -> None:
+        """Sample once a second until :meth:`stop`."""
+        started = last = time.monotonic()
+        cpu = (
+            proctree.cpu_seconds(self.master_pid),
+            proctree.cpu_seconds(self.api_pid),
+        )
+        returns = self._returns()
+        while not self._stop_event.wait(SAMPLE_INTERVAL_S):
+            now = time.monotonic()
+            new_cpu = (
+                proctree.cpu_seconds(self.master_pid),
+                proctree.cpu_seconds(self.api_pid),
+            )
+            new_returns = self._returns()
+            elapsed = max(now - last, 1e-6)
+            self.samples.append(
+                ResourceSample(
+                    t=now - started,
+                    master_cpu_pct=(new_cpu[0] - cpu[0]) / elapsed * 100,
+                    master_rss_mb=sum(proctree.rss_by_role(self.master_pid).values()),
+                    api_cpu_pct=(new_cpu[1] - cpu[1]) / elapsed * 100,
+                    api_rss_mb=sum(proctree.rss_by_role(self.api_pid).values()),
+                    returns_per_s=max(0, new_returns - returns) / elapsed,
+                )
+            )
+            last, cpu, returns = now, new_cpu, new_returns
+
+    def stop(self) -> list[ResourceSample]:
+        """End the sampling; the samples taken."""
+        self._stop_event.set()
+        self.join(timeout=10)
+        return self.samples
+
+
+def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
+    """``submissions`` ``local_async test.ping`` to one minion through
+    salt-api (one kept-alive HTTP session, one token), then as many
+    ``LocalClient.run_job`` calls; both one after the other."""
+    import requests
+
+    from harness.saltapi import login
+
+    assert stack.fleet is not None and stack.api is not None
+    target = stack.fleet.ids[0]
+    credentials = stack.api.credentials
+    low = [{"client": "local_async", "tgt": target, "fun": "test.ping"}]
+    with requests.Session() as session:
+        session.headers.update(
+            {"X-Auth-Token": login(credentials), "Accept": "application/json"}
+        )
+        began = time.perf_counter()
+        for _ in range(submissions):
+            reply = session.post(credentials.url + "/", json=low, timeout=60)
+            reply.raise_for_status()
+        api_s = time.perf_counter() - began
+    with stack.client() as client:
+        began = time.perf_counter()
+        for _ in range(submissions):
+            client.run_job(target, "test.ping")
+        local_s = time.perf_counter() - began
+    return ApiCost(submissions, api_s, local_s)
+
+
+def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
+    from harness.ratelimit import RateLimiting
+
+    if variant == "off":
+        return {}
+    limits = RateLimiting(
+        max_master_jobs=settings.max_master_jobs, max_queue=settings.max_queue
+    )
+    return limits.master_options()
+
+
+def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> Stack:
+    """The stack of one variant in ``root``: simulated minions, pillars in
+    PostgreSQL, salt-api; the limiter on or off. Its logs are kept in
+    ``out_dir/logs``."""
+    from harness.fleet import FleetConfig
+    from harness.pillar.variants import db_ext_pillar
+    from harness.saltapi import ApiSettings
+    from harness.stack import fleet_stack
+
+    fleet = FleetConfig(processes=settings.processes)
+    if settings.keys_dir is not None:
+        fleet = replace(fleet, keys_dir=str(settings.keys_dir))
+    return fleet_stack(
+        settings.minions,
+        root=root,
+        fleet=fleet,
+        ext_pillar=db_ext_pillar(),
+        master_opts=_limiter_options(settings, variant),
+        logs_dir=out_dir / "logs",
+        api=ApiSettings(host=settings.api_host),
+    )
+
+
+def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantRun:
+    """One stack, one locust run, its samples and (optionally) the API cost."""
+    out_dir = workdir / variant
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # short: the master's unix sockets live under it (107 bytes at most)
+    root = Path(tempfile.mkdtemp(prefix="saltfleet-load-"))
+    root.chmod(0o755)  # an unprivileged PostgreSQL must enter it
+    try:
+        with _stack(settings, variant, root, out_dir) as stack:
+            return _load(stack, settings, variant, out_dir)
+    finally:
+        # PostgreSQL's data and the master's keys; the logs are in out_dir
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _load(
+    stack: Stack, settings: LoadSettings, variant: str, out_dir: Path
+) -> VariantRun:
+    from harness.pillar.generate import generate
+    from harness.pillar.store import store_fleet
+
+    assert stack.api and stack.master and stack.pg and stack.fleet
+    store_fleet(stack.pg, generate(list(stack.fleet.ids)))
+    command = LocustCommand(
+        host=stack.api.url,
+        profile=settings.profile,
+        out_prefix=out_dir / "locust",
+        presence_targets=settings.presence_targets,
+        group_size=settings.group_size,
+        extra=[f"--salt-minions={','.join(stack.fleet.ids)}"],
+    )
+    sampler = ResourceSampler(
+        stack.master.process.pid, stack.api.process.pid, stack.fleet
+    )
+    sampler.start()
+    try:
+        print(f"[{variant}] locust: {settings.profile.describe()}", flush=True)
+        run_locust(command, stack.api.credentials.password, settings.workers, out_dir)
+    finally:
+        samples = sampler.stop()
+    cost = None
+    if settings.submissions:
+        print(
+            f"[{variant}] {settings.submissions} submissions: salt-api vs LocalClient",
+            flush=True,
+        )
+        cost = measure_api_cost(stack, settings.submissions)
+    return VariantRun(
+        name=variant,
+        limiter="off" if variant == "off" else f"on ({_limits(settings)})",
+        locust=read_locust(command.out_prefix),
+        samples=samples,
+        cost=cost,
+        html_report=str(command.out_prefix) + ".html",
+    )
+
+
+def _limits(settings: LoadSettings) -> str:
+    return f"max_master_jobs {settings.max_master_jobs}, max_queue {settings.max_queue}"
+
+
+def _setup_lines(settings: LoadSettings) -> list[str]:
+    from benchmarks.load import traffic as lf
+
+    return [
+        f"{settings.minions} simulated minions ({settings.processes} simulator "
+        "processes), pillars in PostgreSQL (`salt_pillar_rows`), salt-api "
+        "`rest_cherrypy` on loopback without TLS, eauth `sharedsecret`",
+        f"load shape: {settings.profile.describe()}",
+        f"locust: {settings.workers.describe()}",
+        f"`ConsoleUser` think time {lf.CONSOLE_THINK_S[0]:g}-{lf.CONSOLE_THINK_S[1]:g} s; "
+        f"task weights: presence {lf.WEIGHT_PRESENCE} (test.ping to "
+        f"{settings.presence_targets} minions, timeout {lf.PRESENCE_TIMEOUT_S} s), "
+        f"job lookup {lf.WEIGHT_JOB_LOOKUP}, group job {lf.WEIGHT_JOB_GROUP} "
+        f"({settings.group_size} minions), pillar.items {lf.WEIGHT_PILLAR_ITEMS}, "
+        f"pillar.get {lf.WEIGHT_PILLAR_GET}, runner {lf.WEIGHT_RUNNER}, job to all "
+        f"{lf.WEIGHT_JOB_ALL}; one `EventFollower` reading `/events` for "
+        f"{lf.EVENTS_WINDOW_S:g} s windows",
+        "variants: "
+        + ", ".join(
+            "limiter off"
+            if v == "off"
+            else f"limiter on ({_limits(settings)}, Salt's other defaults)"
+            for v in settings.variants
+        ),
+    ]
+
+
+def run(settings: LoadSettings) -> Path:
+    """Every variant side by side; the report's path."""
+    workdir = settings.workdir
+    if workdir is None:
+        workdir = WORKDIR_ROOT / settings.name
+        shutil.rmtree(workdir, ignore_errors=True)  # the previous run's output
+    workdir.mkdir(parents=True, exist_ok=True)
+    runs = [run_variant(settings, variant, workdir) for variant in settings.variants]
+    plot = timeline_plot(runs, report.RESULTS / f"{settings.name}-timeline.png")
+    context = ReportContext(
+        title="Load through salt-api: an operator console, rate limiting "
+        + " vs ".join(settings.variants),
+        command=settings.command or default_command(settings),
+        environment=report.environment(),
+        setup=_setup_lines(settings),
+        plot=plot.name,
+    )
+    report.write_data(settings.name, {"settings": settings, "runs": runs})
+    return report.write(settings.name, render(context, runs))
+
+
+def default_command(settings: LoadSettings) -> str:
+    """The ``nox -s load`` command line that writes the same report."""
+    return f"nox -s load -- --name {shlex.quote(settings.name)}"
+
+
+def quoted(argv: Sequence[str]) -> str:
+    """``argv`` as one shell command line."""
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,58 @@
+"""Storm benchmark: a burst of jobs to every minion, rate limiting off vs on.
+
+One run, two masters started the same way, one after the other: ``off``
+(no ``rate_limiting``) and ``on`` (``rate_limiting`` with Salt's defaults:
+capacity criteria, 2000 master points, 10 jobs per minion). Each gets the
+same fleet of simulated minions, which run at most ``max_minion_jobs`` jobs
+at once (more wait on the minion) and count, from their own side, the most
+jobs each ever had in flight.
+
+During the storm, once a second:
+
+- master RSS, summed over every process of the master;
+- event-bus delay: how old the job returns are when a bus subscriber (the
+  harness's forwarding engine) gets them; a bus with a backlog delivers old
+  events;
+- jobs queued (the queue manager's own count) and in flight (published,
+  returns still missing), returns per second seen on the bus;
+- capacity held, from the queue manager's ledger: points in total (returns
+  the master waits for) and the most points one minion holds;
+- presence pings: ``test.ping`` to 10 minions every second, each from its
+  own client, timed until all 10 returned. Every tick pings 10 other
+  minions, in a fixed shuffled order through the whole fleet: a minion sends
+  its requests to the master one at a time over its one request channel, so
+  pinging the same 10 minions every second would queue their own job
+  returns behind their ping returns and measure that queue, not the master.
+
+At the end: jobs accepted / rejected / expired / published, returns
+expected (targets minus excluded minions) against received (the master's
+job cache, the ground truth), the highest number of jobs one minion had in
+flight.
+
+Plus a micro-benchmark of one decision of the shipped criteria module,
+loaded through Salt's loader.
+
+Layout (one job per module)::
+
+    options.py     StormOptions: every option and default, the CLI flags,
+                   the reproduce line
+    run.py         run(): the criteria micro-benchmark, one stack per variant,
+                   the report
+    variant.py     StormRun: one variant's threads and result, under one lock
+    accounting.py  the workload, JobBook and the records: what is counted how
+    decide.py      the criteria module micro-benchmark
+    report.py      the Markdown report and its data file
+    goals.py       the issue's goals, each with its verdict
+    plot.py        the timeline plot
+
+.. code-block:: python
+
+    from benchmarks import storm
+
+    storm.run(storm.StormOptions(jobs=400, variants=("on",)))
+"""
+
+from benchmarks.storm.options import StormOptions
+from benchmarks.storm.run import run
+
+__all__ = ["StormOptions", "run"]

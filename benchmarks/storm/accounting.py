@@ -1,0 +1,330 @@
+"""What the storm is, and how its jobs, returns and samples are counted.
+
+The storm's workload (:func:`storm_jobs`), the presence pings' targets
+(:func:`ping_order`, :func:`ping_targets`), the records the threads of a run
+produce (:class:`Sample`, :class:`Ping`), the jobs as the event bus shows them
+(:class:`JobBook`, :class:`JobTrack`) and what one variant measured
+(:class:`VariantResult`). Nothing here starts anything: it is all tested with
+made-up events.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+from benchmarks import report
+from harness.ratelimit import PUBLISHED_OUTCOMES, QUEUED, RateLimiting, job_event
+
+#: MWorkers of the master's default pool (the exempt pool, if any, adds its own)
+WORKER_THREADS: Final = 4
+PING_TARGETS: Final = 10
+PING_TIMEOUT: Final = 10  # seconds a presence ping waits for its returns
+PING_MAX_OUTSTANDING: Final = 10  # pings in flight at once; a tick beyond is skipped
+SLEEP_LENGTHS: Final = (1, 2, 3, 5)
+STATE_DURATION: Final = (1.0, 5.0)
+#: before any function runs: a real minion forks a process per job
+START_JITTER: Final = (0.05, 0.5)
+
+#: the outcomes after which a job's returns are expected
+PUBLISHED: Final = PUBLISHED_OUTCOMES
+#: the outcomes after which a job never gets returns
+DROPPED: Final = ("expired", "rejected")
+
+
+@dataclass
+class Sample:
+    """What the sampler saw at ``t`` seconds into a run: master RSS, bus delay,
+    jobs queued and in flight, return rates."""
+
+    t: float
+    master_rss_mb: float
+    bus_delay_s: float | None
+    queued: int
+    in_flight: int
+    returns_per_s: float
+    minion_returns_per_s: float
+    #: the queue manager's ledger (limiter on): points held in total, and
+    #: the most one minion holds (sampled every CAPACITY_EVERY seconds)
+    master_points: int = 0
+    max_minion_points: int = 0
+    #: master RSS (MiB) per process role (proctree.role)
+    rss_by_role: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Ping:
+    """One presence ping, sent ``t`` seconds into a run, and how it went."""
+
+    t: float
+    seconds: float  # until every target returned (or the timeout)
+    returned: int
+    #: until the master answered the publish with the jid, and until the
+    #: first return arrived; None when that never happened
+    publish_s: float | None = None
+    first_s: float | None = None
+
+
+@dataclass
+class JobTrack:
+    """One storm job as the bus shows it: accepted, published, its outcome and
+    the minions that returned."""
+
+    jid: str
+    fun: str
+    targets: int
+    accepted: float
+    published: float | None = None
+    excluded: int = 0
+    outcome: str | None = None
+    returned: set[str] = field(default_factory=set)
+    completed: float | None = None
+
+    @property
+    def expected(self) -> int:
+        """Returns to expect: the targets not excluded once published, none before."""
+        return self.targets - self.excluded if self.published is not None else 0
+
+
+@dataclass
+class VariantResult:
+    """What one variant of the storm measured: submissions, outcomes, returns,
+    master CPU, samples and pings."""
+
+    name: str
+    limiter: RateLimiting | None
+    submitted: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    submit_errors: list[str] = field(default_factory=list)
+    submit_s: float = 0.0
+    storm_s: float = 0.0
+    ended_by: str = ""
+    outcomes: Counter[str] = field(default_factory=Counter)
+    expected_returns: int = 0
+    received_bus: int = 0
+    received_cache: int = 0
+    completed_jobs: int = 0
+    peak_minion_jobs: int = 0
+    minion_return_errors: int = 0
+    master_cpu_s: float = 0.0
+    samples: list[Sample] = field(default_factory=list)
+    pings: list[Ping] = field(default_factory=list)
+    pings_skipped: int = 0
+
+    @property
+    def cut(self) -> bool:
+        """Whether the variant was cut short by ``--max-wait``."""
+        return self.ended_by.startswith("max wait")
+
+    @property
+    def missing_returns(self) -> int:
+        """Expected returns the job cache does not have: lost if the storm
+        ran to its end, possibly still on their way if it was cut."""
+        return max(0, self.expected_returns - self.received_cache)
+
+    @property
+    def max_minion_points(self) -> int:
+        """The most points one minion held in any sample."""
+        return max((s.max_minion_points for s in self.samples), default=0)
+
+    @property
+    def ping_p99(self) -> float:
+        """99th-percentile presence ping time, seconds."""
+        return report.percentile([p.seconds for p in self.pings], 99)
+
+    @property
+    def pings_incomplete(self) -> int:
+        """Presence pings that did not get all PING_TARGETS returns."""
+        return sum(1 for p in self.pings if p.returned < PING_TARGETS)
+
+    @property
+    def peak_rss_mb(self) -> float:
+        """The highest master RSS sampled, MiB."""
+        return max((s.master_rss_mb for s in self.samples), default=0.0)
+
+    def tally(self, jobs: Iterable[JobTrack], cache: Mapping[str, int]) -> None:
+        """Add the end counts of ``jobs`` and the returns the job cache holds
+        (``{jid: returns}``, see :func:`job_cache_returns`)."""
+        for track in jobs:
+            if track.outcome:
+                self.outcomes[track.outcome] += 1
+            self.expected_returns += track.expected
+            self.received_bus += len(track.returned)
+            self.completed_jobs += track.completed is not None
+        self.received_cache = sum(cache.values())
+
+
+class _JobEvent(NamedTuple):
+    """A bus event about one job: a return (``minion``) or a rate-limit
+    outcome (``outcome``, ``queued`` included)."""
+
+    jid: str
+    minion: str | None
+    outcome: str | None
+    event: Any  # harness.events.Event
+
+
+def _job_event(event: Any) -> _JobEvent | None:
+    parts = event.tag.split("/")
+    if len(parts) == 5 and parts[:2] == ["salt", "job"] and parts[3] == "ret":
+        return _JobEvent(parts[2], parts[4], None, event)
+    fired = job_event(event.tag)
+    if fired is not None:
+        return _JobEvent(fired[0], None, fired[1], event)
+    return None
+
+
+def _stamp_age(event: Any) -> float | None:
+    stamp = event.data.get("_stamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        fired = datetime.datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if fired.tzinfo is None:
+        fired = fired.replace(tzinfo=datetime.UTC)
+    return max(0.0, float(event.received) - fired.timestamp())
+
+
+class JobBook:
+    """The storm's jobs as the bus shows them: outcomes and returns.
+
+    ``lock`` guards the book; a run shares it with everything else its
+    threads write, so one lock guards all of a run's state."""
+
+    def __init__(self, lock: threading.RLock | None = None) -> None:
+        self.lock = lock or threading.RLock()
+        self.jobs: dict[str, JobTrack] = {}
+        self.limited = False
+        self._pending: dict[str, list[_JobEvent]] = {}  # seen before the job
+
+    def add(self, track: JobTrack) -> None:
+        """Book an accepted job (published at once without a limiter) and apply
+        the events that came before it."""
+        with self.lock:
+            if not self.limited:
+                track.published = track.accepted
+            self.jobs[track.jid] = track
+            for item in self._pending.pop(track.jid, []):
+                self._apply(item)
+
+    def feed(self, events: list[Any]) -> tuple[int, list[float]]:
+        """Account ``events``; return how many storm returns and their ages."""
+        returns = 0
+        ages: list[float] = []
+        with self.lock:
+            for event in events:
+                item = _job_event(event)
+                if item is None:
+                    continue
+                if item.minion is None:
+                    self._apply(item)
+                    continue
+                age = _stamp_age(event)
+                if age is not None:
+                    ages.append(age)
+                if item.jid in self.jobs or item.jid in self._pending:
+                    returns += self._apply(item)
+        return returns, ages
+
+    def _apply(self, item: _JobEvent) -> int:
+        track = self.jobs.get(item.jid)
+        if track is None:
+            if item.outcome is not None or item.jid.isdigit():
+                self._pending.setdefault(item.jid, []).append(item)
+            return 0
+        received = item.event.received
+        if item.minion is not None:
+            if item.minion in track.returned:
+                return 0
+            track.returned.add(item.minion)
+            if track.published is not None and len(track.returned) >= track.expected:
+                track.completed = received
+            return 1
+        if item.outcome == QUEUED:
+            return 0
+        track.outcome = item.outcome
+        if item.outcome in PUBLISHED:
+            track.published = received
+            track.excluded = len(item.event.data.get("excluded") or [])
+            if len(track.returned) >= track.expected:
+                track.completed = received
+        return 0
+
+    def in_flight(self) -> int:
+        """Jobs published and not yet completed."""
+        with self.lock:
+            return sum(
+                1
+                for t in self.jobs.values()
+                if t.published is not None and t.completed is None
+            )
+
+    def all_settled(self) -> bool:
+        """Whether every job was published, expired or rejected."""
+        with self.lock:
+            return all(
+                t.published is not None or t.outcome in DROPPED
+                for t in self.jobs.values()
+            )
+
+    def expected_total(self) -> int:
+        """Returns expected over all jobs booked."""
+        with self.lock:
+            return sum(t.expected for t in self.jobs.values())
+
+    def received_total(self) -> int:
+        """Returns received over all jobs booked, one per minion and job."""
+        with self.lock:
+            return sum(len(t.returned) for t in self.jobs.values())
+
+
+def job_cache_returns(cachedir: Path, jids: set[str]) -> dict[str, int]:
+    """Returns per jid in the master's ``local_cache`` job cache."""
+    found: dict[str, int] = {}
+    for jid_file in (cachedir / "jobs").glob("*/*/jid"):
+        try:
+            jid = jid_file.read_text().strip()
+        except OSError:
+            continue
+        if jid in jids:
+            found[jid] = sum(1 for _ in jid_file.parent.glob("*/return.p"))
+    return found
+
+
+def ping_order(ids: Sequence[str], seed: int = 11) -> list[str]:
+    """The fleet in the fixed shuffled order the presence pings go through."""
+    order = list(ids)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def ping_targets(order: Sequence[str], tick: int) -> list[str]:
+    """The minions presence ping number ``tick`` goes to: the next
+    PING_TARGETS of ``order``, wrapping around, so consecutive pings go to
+    different minions and every minion is pinged as often as any other."""
+    if not order:
+        return []
+    count = min(PING_TARGETS, len(order))
+    start = tick * count
+    return [order[(start + i) % len(order)] for i in range(count)]
+
+
+def storm_jobs(count: int, seed: int = 7) -> list[tuple[str, list[Any]]]:
+    """The storm: ``test.sleep`` of a few seconds and ``state.apply``, mixed."""
+    rng = random.Random(seed)
+    jobs: list[tuple[str, list[Any]]] = []
+    for i in range(count):
+        if i % 2:
+            jobs.append(("state.apply", []))
+        else:
+            jobs.append(("test.sleep", [rng.choice(SLEEP_LENGTHS)]))
+    return jobs

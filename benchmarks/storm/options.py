@@ -1,0 +1,173 @@
+"""The storm's options: one frozen value, its command line, its reproduce line.
+
+Every default is a field default of :class:`StormOptions` and nowhere else:
+:func:`add_arguments` registers one flag per field from them,
+:func:`from_args` builds the value from what argparse parsed, and
+:meth:`StormOptions.reproduce_command` names the fields that differ from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
+
+from harness.argtypes import non_negative, positive
+from harness.ratelimit import RateLimiting
+
+#: how the report's "Reproduce" line starts
+COMMAND: Final = "nox -s bench -- storm"
+
+#: ``--variants`` words and the variants each runs, in the order they run
+VARIANTS: Final[dict[str, tuple[str, ...]]] = {
+    "both": ("on", "off"),
+    "on": ("on",),
+    "off": ("off",),
+}
+
+
+def _variants(word: str) -> tuple[str, ...]:
+    try:
+        return VARIANTS[word]
+    except KeyError:
+        raise argparse.ArgumentTypeError(
+            f"invalid variants {word!r}: choose from {', '.join(VARIANTS)}"
+        ) from None
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number of seconds: {value!r}"
+        ) from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value}")
+    return seconds
+
+
+def _report_name(value: str) -> str:
+    if not value or value.startswith(".") or "/" in value or "\\" in value:
+        raise argparse.ArgumentTypeError(
+            f"invalid report name {value!r}: a plain file name without a "
+            "directory and without the extension, such as storm-long-400"
+        )
+    return value
+
+
+def _option(default: Any, parse: Callable[[str], Any], text: str, **extra: Any) -> Any:
+    """A field of :class:`StormOptions` with what its flag needs."""
+    return field(default=default, metadata={"parse": parse, "help": text, **extra})
+
+
+@dataclass(frozen=True)
+class StormOptions:
+    """How one storm is run and where its report goes."""
+
+    minions: int = _option(1000, positive, "simulated minions (default: %(default)s)")
+    jobs: int = _option(200, positive, "jobs in the storm (default: %(default)s)")
+    processes: int = _option(
+        2, positive, "processes of the simulated fleet (default: %(default)s)"
+    )
+    submitters: int = _option(
+        4, positive, "client threads submitting the storm (default: %(default)s)"
+    )
+    max_wait: float = _option(
+        1800,
+        _seconds,
+        "seconds one variant may take before it is cut short (default: %(default)s)",
+    )
+    decide_calls: int = _option(
+        20000,
+        positive,
+        "calls per case of the decide() micro-benchmark (default: %(default)s)",
+    )
+    variants: tuple[str, ...] = _option(
+        VARIANTS["both"],
+        _variants,
+        "run the limiter off, on, or both side by side (default)",
+        metavar="{off,on,both}",
+    )
+    max_master_jobs: int = _option(
+        RateLimiting.max_master_jobs,
+        positive,
+        "rate_limiting:max_master_jobs of the limiter-on master "
+        "(default: Salt's default, %(default)s)",
+    )
+    exempt_pool: int = _option(
+        1,
+        non_negative,
+        "MWorkers of the limiter-on master's worker pool for the exempt "
+        "functions (worker_pools:<pool>:functions); 0: no such pool "
+        "(default: %(default)s)",
+    )
+    output_name: str = _option(
+        "storm",
+        _report_name,
+        "name of the report files in benchmarks/results/: NAME.md, "
+        "NAME-timeline.png, NAME.json (default: %(default)s)",
+        metavar="NAME",
+    )
+
+    def rate_limiting(self) -> RateLimiting:
+        """The ``rate_limiting`` of the limiter-on master."""
+        return RateLimiting(
+            max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
+        )
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command line that runs this storm again, naming only
+        the options that differ from the defaults.
+
+        .. code-block:: python
+
+            StormOptions(jobs=400).reproduce_command()
+            # 'nox -s bench -- storm --jobs 400'
+        """
+        defaults = StormOptions()
+        words = [COMMAND]
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if value != getattr(defaults, spec.name):
+                words.append(f"{_flag(spec.name)} {_word(value)}")
+        return " ".join(words)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _word(value: Any) -> str:
+    """``value`` as its flag takes it."""
+    if isinstance(value, tuple):
+        return "both" if set(value) == {"on", "off"} else ",".join(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register one flag per :class:`StormOptions` field on ``parser``."""
+    for spec in fields(StormOptions):
+        extra = {
+            key: value
+            for key, value in spec.metadata.items()
+            if key not in ("parse", "help")
+        }
+        parser.add_argument(
+            _flag(spec.name),
+            type=spec.metadata["parse"],
+            default=spec.default,
+            help=spec.metadata["help"],
+            **extra,
+        )
+
+
+def from_args(args: argparse.Namespace) -> StormOptions:
+    """The :class:`StormOptions` that ``args`` (parsed by a parser
+    :func:`add_arguments` set up) describe."""
+    return StormOptions(
+        **{spec.name: getattr(args, spec.name) for spec in fields(StormOptions)}
+    )

@@ -1,0 +1,301 @@
+"""The storm report: Markdown sections, the raw data beside them, the plot.
+
+:func:`write_report` writes ``<output_name>.md``, ``<output_name>.json`` and
+``<output_name>-timeline.png`` to ``benchmarks/results/``;
+:func:`report_lines` is the Markdown alone, section by section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from benchmarks import report
+from benchmarks.storm.accounting import (
+    PING_MAX_OUTSTANDING,
+    PING_TARGETS,
+    PING_TIMEOUT,
+    SLEEP_LENGTHS,
+    START_JITTER,
+    STATE_DURATION,
+    WORKER_THREADS,
+    VariantResult,
+)
+from benchmarks.storm.decide import DecideResult
+from benchmarks.storm.goals import goal_lines
+from benchmarks.storm.options import StormOptions
+from benchmarks.storm.plot import timeline_plot
+from harness.ratelimit import RateLimiting
+
+RSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
+
+
+def write_report(
+    results: list[VariantResult], decisions: list[DecideResult], options: StormOptions
+) -> Path:
+    """Write the report, its plot and its data under ``options.output_name``;
+    return the report's path."""
+    lines = report_lines(results, decisions, options)
+    plot = timeline_plot(results, options.output_name)
+    lines += ["", f"![storm over time]({plot.name})"]
+    report.write_data(
+        options.output_name,
+        {
+            "variants": results,
+            "decisions": [d.summary() for d in decisions],
+        },
+    )
+    return report.write(options.output_name, "\n".join(lines))
+
+
+def report_lines(
+    results: list[VariantResult], decisions: list[DecideResult], options: StormOptions
+) -> list[Any]:
+    """The report's Markdown, section by section (no plot)."""
+    limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
+    return [
+        *_intro(limits, options),
+        *_end_counts(results),
+        *_over_time(results),
+        *_ping_section(results),
+        *_memory_section(results),
+        *_decision_section(decisions, options.minions),
+        *goal_lines(results, limits, decisions),
+    ]
+
+
+def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
+    defaults = RateLimiting()
+    changed = [
+        f"{name} {getattr(limits, name)}"
+        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
+        if getattr(limits, name) != getattr(defaults, name)
+    ]
+    pool = (
+        f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
+        f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
+        f"beside the {WORKER_THREADS} of the default pool "
+        "(`worker_pools:exempt:functions`). "
+        if limits.exempt_pool_workers
+        else "No worker pool of its own for the exempt functions. "
+    )
+    return [
+        "# Storm benchmark: rate limiting off vs on",
+        "",
+        report.environment(),
+        f"{options.minions} simulated minions (each runs at most "
+        f"{limits.max_minion_jobs} jobs at once), a storm of {options.jobs} jobs "
+        "to `*`: `test.sleep` of "
+        f"{'/'.join(map(str, SLEEP_LENGTHS))} s and `state.apply` of "
+        f"{STATE_DURATION[0]:g}-{STATE_DURATION[1]:g} s, alternating, each after a "
+        f"start-up delay of {START_JITTER[0]:g}-{START_JITTER[1]:g} s per minion "
+        "(a real minion forks a process per job), submitted "
+        f"with `LocalClient.run_job` by {options.submitters} client threads as fast as "
+        "they can. "
+        "Limiter on: `rate_limiting` "
+        + (f"defaults except {', '.join(changed)} " if changed else "defaults ")
+        + f"(criteria `{limits.criteria}`, "
+        f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
+        f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
+        + pool
+        + f"Limiter off: {WORKER_THREADS} MWorkers in one pool. "
+        f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
+        f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
+        "(a fixed shuffled order through the fleet). "
+        f"Reproduce: `{options.reproduce_command()}`.",
+        "",
+    ]
+
+
+#: a table column: its header and its cell for one variant
+Column = tuple[str, Callable[[VariantResult], Any]]
+
+#: jobs and returns at the end
+END_COUNTS: Final[tuple[Column, ...]] = (
+    ("limiter", lambda r: r.name),
+    ("jobs submitted", lambda r: r.submitted),
+    ("accepted", lambda r: r.accepted),
+    ("rejected", lambda r: r.rejected),
+    ("published", lambda r: r.outcomes["published"] if r.limiter else r.accepted),
+    ("published excluding", lambda r: r.outcomes["published_excluding"]),
+    ("expired", lambda r: r.outcomes["expired"]),
+    ("jobs with every return", lambda r: r.completed_jobs),
+    ("returns expected", lambda r: r.expected_returns),
+    ("received (job cache)", lambda r: r.received_cache),
+    ("received (bus)", lambda r: r.received_bus),
+    ("lost", lambda r: _lost_cell(r)),
+    ("minion return errors", lambda r: r.minion_return_errors),
+    ("max jobs on one minion (minion's count)", lambda r: r.peak_minion_jobs),
+    (
+        "max points on one minion (ledger)",
+        lambda r: r.max_minion_points if r.limiter else "-",
+    ),
+)
+
+#: what the sampler saw over the storm
+OVER_TIME: Final[tuple[Column, ...]] = (
+    ("limiter", lambda r: r.name),
+    ("storm s (ended by)", lambda r: f"{r.storm_s:.0f} ({r.ended_by})"),
+    ("submit s", lambda r: f"{r.submit_s:.1f}"),
+    ("master RSS peak MiB", lambda r: f"{r.peak_rss_mb:.0f}"),
+    (
+        "RSS at end MiB",
+        lambda r: f"{r.samples[-1].master_rss_mb:.0f}" if r.samples else "-",
+    ),
+    ("bus delay p50 / max s", lambda r: _delay_summary(r)),
+    ("max queued", lambda r: max((s.queued for s in r.samples), default=0)),
+    ("max in flight", lambda r: max((s.in_flight for s in r.samples), default=0)),
+    (
+        "max points held",
+        lambda r: (
+            max((s.master_points for s in r.samples), default=0) if r.limiter else "-"
+        ),
+    ),
+    (
+        "returns/s peak",
+        lambda r: f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
+    ),
+    ("master CPU s", lambda r: f"{r.master_cpu_s:.0f}"),
+)
+
+
+#: the presence pings, split into publish, first and last return
+PINGS: Final[tuple[Column, ...]] = (
+    ("limiter", lambda r: r.name),
+    ("pings", lambda r: len(r.pings)),
+    ("publish p50 / p99", lambda r: _ping_cell([p.publish_s for p in r.pings])),
+    ("first return p50 / p99", lambda r: _ping_cell([p.first_s for p in r.pings])),
+    ("all returned p50 / p99", lambda r: _ping_cell([p.seconds for p in r.pings])),
+    ("incomplete", lambda r: r.pings_incomplete),
+    ("skipped", lambda r: r.pings_skipped),
+)
+
+
+def _table(results: list[VariantResult], columns: Sequence[Column]) -> str:
+    """One row per variant."""
+    return report.table(
+        [header for header, _ in columns],
+        [tuple(cell(r) for _, cell in columns) for r in results],
+    )
+
+
+def _end_counts(results: list[VariantResult]) -> list[Any]:
+    """Jobs and returns at the end, per variant."""
+    return [
+        "## End counts",
+        "",
+        _table(results, END_COUNTS),
+        "",
+        "Lost returns are returns expected from published jobs (targets "
+        "minus the minions a job was published without) that never reached "
+        "the master's job cache; when a variant was cut short by "
+        "`--max-wait`, missing returns may still have been on their way and "
+        "are not called lost. Points are the queue manager's ledger: one per "
+        "published job and minion until the minion's return arrives.",
+        "",
+    ]
+
+
+def _over_time(results: list[VariantResult]) -> list[Any]:
+    """What the sampler saw over the storm, per variant."""
+    return ["## Over time", "", _table(results, OVER_TIME), ""]
+
+
+def _ping_section(results: list[VariantResult]) -> list[Any]:
+    """The presence pings, split into publish, first and last return."""
+    return [
+        "## Presence pings",
+        "",
+        "Seconds from the start of `LocalClient.cmd_iter` until the master "
+        "answered the publish with the jid, until the first of the "
+        f"{PING_TARGETS} returns, and until the last (the ping's time).",
+        "",
+        _table(results, PINGS),
+        "",
+        "A presence ping is incomplete when fewer "
+        f"than {PING_TARGETS} minions answered within its timeout (then its "
+        "time includes Salt's `saltutil.find_job` round); a ping tick is "
+        f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
+        "",
+    ]
+
+
+def _memory_section(results: list[VariantResult]) -> list[Any]:
+    """Master RSS per process role: which grew."""
+    return [
+        "## Master memory by process",
+        "",
+        "RSS of the master's processes in MiB, summed per role (the MWorkers "
+        "of one pool are one role), at the first sample and at the end, the "
+        f"{RSS_ROLES_SHOWN} that grew most per variant.",
+        "",
+        report.table(
+            ["limiter", "process", "first MiB", "end MiB", "growth MiB"],
+            [row for r in results for row in _rss_growth_rows(r)],
+        ),
+        "",
+    ]
+
+
+def _decision_section(decisions: list[DecideResult], minions: int) -> list[Any]:
+    """The criteria module micro-benchmark."""
+    return [
+        "## One decision of the criteria module",
+        "",
+        f"`capacity.decide(job, ledger)` for a job to {minions} minions, loaded "
+        "through Salt's loader, with `check_decision` as the queue manager "
+        "calls it.",
+        "",
+        report.table(
+            ["ledger", "decision", "p50 us", "p99 us", "calls"],
+            [
+                (
+                    d.case,
+                    d.decision,
+                    f"{report.percentile(d.samples_us, 50):.1f}",
+                    f"{report.percentile(d.samples_us, 99):.1f}",
+                    len(d.samples_us),
+                )
+                for d in decisions
+            ],
+        ),
+        "",
+    ]
+
+
+def _rss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:
+    if not result.samples:
+        return []
+    first, last = result.samples[0].rss_by_role, result.samples[-1].rss_by_role
+    growth = sorted(
+        ((name, first.get(name, 0.0), mib) for name, mib in last.items()),
+        key=lambda row: row[1] - row[2],
+    )
+    return [
+        (result.name, name, f"{start:.0f}", f"{end:.0f}", f"{end - start:+.0f}")
+        for name, start, end in growth[:RSS_ROLES_SHOWN]
+    ]
+
+
+def _ping_cell(seconds: list[float | None]) -> str:
+    known = [value for value in seconds if value is not None]
+    if not known:
+        return "-"
+    return (
+        f"{report.percentile(known, 50):.2f} / {report.percentile(known, 99):.2f}"
+        + (f" ({len(seconds) - len(known)} never)" if len(known) < len(seconds) else "")
+    )
+
+
+def _lost_cell(result: VariantResult) -> str:
+    if result.cut:
+        return f"n/a: cut, {result.missing_returns} missing"
+    return str(result.missing_returns)
+
+
+def _delay_summary(result: VariantResult) -> str:
+    delays = [s.bus_delay_s for s in result.samples if s.bus_delay_s is not None]
+    if not delays:
+        return "-"
+    return f"{report.median(delays):.2f} / {max(delays):.1f}"

@@ -1,0 +1,100 @@
+"""Running the storm: the criteria micro-benchmark, one stack per variant,
+the report.
+
+:func:`run` times the criteria module, then runs each variant on a stack of
+its own (:func:`run_variant`, a :class:`~benchmarks.storm.variant.StormRun`
+on it) and writes the report.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmarks.storm.accounting import (
+    START_JITTER,
+    STATE_DURATION,
+    WORKER_THREADS,
+    VariantResult,
+)
+from benchmarks.storm.decide import decide_benchmark
+from benchmarks.storm.options import StormOptions
+from benchmarks.storm.report import write_report
+from benchmarks.storm.variant import StormRun
+from harness.ratelimit import RateLimiting
+
+if TYPE_CHECKING:
+    from harness.stack import Stack
+
+
+def run(options: StormOptions) -> Path:
+    """Run the storm with each of ``options.variants``; return the report's path.
+
+    .. code-block:: python
+
+        run(StormOptions(jobs=400, variants=("on",), output_name="storm-long-400"))
+    """
+    from harness.fleet import cache_keys
+
+    print(f"decide(): {options.decide_calls} calls per case", flush=True)
+    decisions = decide_benchmark(options.minions, options.decide_calls)
+    print(
+        f"caching {options.minions} minion keys (only missing ones are made)",
+        flush=True,
+    )
+    cache_keys(options.minions)
+    limiters = {"off": None, "on": options.rate_limiting()}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="saltfleet-storm-") as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)
+        for name in options.variants:
+            print(
+                f"limiter {name}: {options.minions} minions, {options.jobs} jobs",
+                flush=True,
+            )
+            results.append(run_variant(name, limiters[name], options, work))
+    return write_report(results, decisions, options)
+
+
+def run_variant(
+    name: str, limiter: RateLimiting | None, options: StormOptions, workdir: Path
+) -> VariantResult:
+    """One variant on a stack of its own under ``workdir``."""
+    with _fleet_stack(limiter, options, workdir / f"stack-{name}") as stack:
+        return StormRun(name, limiter, options, stack).run()
+
+
+def _fleet_stack(
+    limiter: RateLimiting | None, options: StormOptions, root: Path
+) -> Stack:
+    """The master (rate limiting as ``limiter`` says) and the fleet, unstarted."""
+    from harness.fleet import (
+        DEFAULT_EXEMPT_FUNCTIONS,
+        FleetConfig,
+        LatencySpec,
+        TimingModel,
+    )
+    from harness.stack import fleet_stack
+
+    timing = TimingModel(
+        default_latency=LatencySpec(*START_JITTER),
+        state_duration=LatencySpec(*STATE_DURATION),
+        max_concurrent_jobs=(limiter or RateLimiting()).max_minion_jobs,
+        # pings never wait on the minion: they measure the master
+        exempt_functions=DEFAULT_EXEMPT_FUNCTIONS | {"test.ping"},
+    )
+    fleet = FleetConfig(
+        count=options.minions,
+        processes=options.processes,
+        startup_pillar=False,
+        timing=timing,
+    )
+    return fleet_stack(
+        options.minions,
+        root=root,
+        master_opts=limiter.master_options(WORKER_THREADS) if limiter else None,
+        fleet=fleet,
+        worker_threads=WORKER_THREADS,
+    )

@@ -1,0 +1,290 @@
+"""One variant's storm: its threads and what they record, under one lock.
+
+A :class:`StormRun` runs on a started stack: after a warm-up it starts a
+sampler and a pinger thread, submits the storm from ``submitters`` client
+threads, waits for the end, and counts. Everything those threads write (the
+:class:`~benchmarks.storm.accounting.JobBook` and the
+:class:`~benchmarks.storm.accounting.VariantResult`) is guarded by the run's
+one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Final
+
+from benchmarks import proctree, report
+from benchmarks.storm.accounting import (
+    PING_MAX_OUTSTANDING,
+    PING_TIMEOUT,
+    JobBook,
+    JobTrack,
+    Ping,
+    Sample,
+    VariantResult,
+    job_cache_returns,
+    ping_order,
+    ping_targets,
+    storm_jobs,
+)
+from benchmarks.storm.options import StormOptions
+from harness.ratelimit import QueueProbe, RateLimiting
+
+if TYPE_CHECKING:
+    from harness.stack import Stack
+
+#: ask the queue manager for every minion's points every this many samples
+CAPACITY_EVERY: Final = 5
+#: after the fleet is idle, how long no new return may arrive before the end
+QUIET_S: Final = 60.0
+SAMPLE_EVERY_S: Final = 1.0
+PING_EVERY_S: Final = 1.0
+END_POLL_S: Final = 2.0  # how often the end conditions are checked
+PROGRESS_EVERY_S: Final = 30.0
+WARM_UP_TIMEOUT: Final = 120
+JOIN_TIMEOUT_S: Final = 30.0
+
+
+def _limiter_state(probe: QueueProbe) -> tuple[int, int]:
+    """``(jobs queued, points held)`` from the queue manager; -1s when it
+    did not answer."""
+    try:
+        status = probe.status()
+    except (OSError, RuntimeError):
+        return -1, -1
+    return int(status.get("queued", 0)), int(status.get("master_jobs", 0))
+
+
+def _max_minion_points(probe: QueueProbe, previous: int) -> int:
+    """The most points one minion holds now; ``previous`` when the queue
+    manager did not answer."""
+    try:
+        held = probe.capacity()
+    except (OSError, RuntimeError):
+        return previous
+    return max(held.values(), default=0)
+
+
+class StormRun:
+    """One variant's storm on a started stack: the sampler, the pinger, the
+    submitters and what they record, under one lock."""
+
+    def __init__(
+        self,
+        name: str,
+        limiter: RateLimiting | None,
+        options: StormOptions,
+        stack: Stack,
+    ) -> None:
+        if stack.master is None or stack.listener is None or stack.fleet is None:
+            raise RuntimeError("the storm needs a started stack with a fleet")
+        self.stack = stack
+        self.master = stack.master
+        self.listener = stack.listener
+        self.limiter = limiter
+        self.options = options
+        self.lock = threading.RLock()
+        self.result = VariantResult(name, limiter)
+        self.book = JobBook(self.lock)
+        self.book.limited = limiter is not None
+        self.probe = QueueProbe(stack.master.settings.sock_dir)
+        self.order = ping_order(list(stack.fleet.ids))
+        self._stop = threading.Event()
+        self._started = 0.0
+
+    def run(self) -> VariantResult:
+        """Warm up, storm, wait for the end, count; return the result."""
+        master_pid = self.master.process.pid
+        # warm up the master's workers and caches, not counted
+        self.stack.cmd("*", "test.ping", timeout=WARM_UP_TIMEOUT)
+        cpu_before = proctree.cpu_seconds(master_pid)
+        self._started = time.monotonic()
+        position = self.listener.mark()
+        storm = storm_jobs(self.options.jobs)
+        with self.lock:
+            self.result.submitted = len(storm)
+        with ThreadPoolExecutor(PING_MAX_OUTSTANDING) as ping_pool:
+            threads = [
+                threading.Thread(
+                    target=self._sampler,
+                    args=(position,),
+                    name="storm-sampler",
+                    daemon=True,
+                ),
+                threading.Thread(
+                    target=self._pinger,
+                    args=(ping_pool,),
+                    name="storm-pinger",
+                    daemon=True,
+                ),
+            ]
+            for thread in threads:
+                thread.start()
+            self._submit_storm(storm)
+            ended_by = self._wait_for_the_end()
+            with self.lock:
+                self.result.ended_by = ended_by
+                self.result.storm_s = time.monotonic() - self._started
+            self._stop.set()
+            for thread in threads:
+                thread.join(timeout=JOIN_TIMEOUT_S)
+        self._count(proctree.cpu_seconds(master_pid) - cpu_before)
+        return self.result
+
+    def _fleet_status(self) -> dict[str, Any]:
+        fleet = self.stack.fleet
+        assert fleet is not None, "a storm stack has a fleet"
+        return dict(fleet.status() or {})
+
+    def _sampler(self, position: int) -> None:
+        """Once a second: the bus, the master's RSS, the queue manager."""
+        last = time.monotonic()
+        last_sent = int(self._fleet_status().get("returns_sent") or 0)
+        max_points = 0
+        taken = 0
+        while not self._stop.wait(SAMPLE_EVERY_S):
+            events, position = self.listener.since(position)
+            returns, ages = self.book.feed(events)
+            now = time.monotonic()
+            sent = int(self._fleet_status().get("returns_sent") or 0)
+            queued, points = _limiter_state(self.probe) if self.limiter else (0, 0)
+            if self.limiter is not None and taken % CAPACITY_EVERY == 0:
+                max_points = _max_minion_points(self.probe, max_points)
+            roles = proctree.rss_by_role(self.master.process.pid)
+            sample = Sample(
+                t=now - self._started,
+                master_rss_mb=sum(roles.values()),
+                rss_by_role=roles,
+                bus_delay_s=report.median(ages) if ages else None,
+                queued=queued,
+                in_flight=self.book.in_flight(),
+                returns_per_s=returns / (now - last),
+                minion_returns_per_s=(sent - last_sent) / (now - last),
+                master_points=points,
+                max_minion_points=max_points,
+            )
+            with self.lock:
+                self.result.samples.append(sample)
+            taken += 1
+            last, last_sent = now, sent
+
+    def _pinger(self, pool: ThreadPoolExecutor) -> None:
+        """Once a second a presence ping to the next minions, unless
+        PING_MAX_OUTSTANDING are still out."""
+        outstanding: list[Future[None]] = []
+        tick = 0
+        while not self._stop.wait(PING_EVERY_S):
+            outstanding = [f for f in outstanding if not f.done()]
+            if len(outstanding) >= PING_MAX_OUTSTANDING:
+                with self.lock:
+                    self.result.pings_skipped += 1
+                continue
+            targets = ping_targets(self.order, tick)
+            tick += 1
+            at = time.monotonic() - self._started
+            outstanding.append(pool.submit(self._one_ping, at, targets))
+
+    def _one_ping(self, at: float, targets: list[str]) -> None:
+        began = time.monotonic()
+        ping = Ping(at, 0.0, 0)
+        try:
+            with self.stack.client() as client:
+                for item in client.cmd_iter(
+                    targets,
+                    "test.ping",
+                    tgt_type="list",
+                    timeout=PING_TIMEOUT,
+                    yield_pub_data=True,
+                ):
+                    if item and "jid" in item and "minions" in item:
+                        ping.publish_s = time.monotonic() - began
+                        continue
+                    if ping.first_s is None:
+                        ping.first_s = time.monotonic() - began
+                    ping.returned += len(item or {})
+        except Exception:  # pylint: disable=broad-except
+            pass  # a ping that failed counts as incomplete
+        ping.seconds = time.monotonic() - began
+        with self.lock:
+            self.result.pings.append(ping)
+
+    def _submit_storm(self, storm: list[tuple[str, list[Any]]]) -> None:
+        """Submit ``storm`` from ``submitters`` client threads, as fast as
+        they can; return when every job was submitted."""
+        print(f"  {self.result.name}: submitting {len(storm)} jobs to '*'", flush=True)
+        count = self.options.submitters
+        chunks = [storm[i::count] for i in range(count)]
+        with ThreadPoolExecutor(count) as pool:
+            list(pool.map(self._submit, chunks))
+        with self.lock:
+            self.result.submit_s = time.monotonic() - self._started
+            self.result.accepted = len(self.book.jobs)
+
+    def _submit(self, chunk: list[tuple[str, list[Any]]]) -> None:
+        from salt.exceptions import SaltMasterOverloadedError
+
+        with self.stack.client() as client:
+            for fun, arg in chunk:
+                accepted = time.time()  # the clock of Event.received
+                try:
+                    pub = client.run_job("*", fun, arg)
+                except SaltMasterOverloadedError:
+                    with self.lock:
+                        self.result.rejected += 1
+                    continue
+                except Exception as exc:  # pylint: disable=broad-except
+                    self._submit_error(f"{fun}: {exc}")
+                    continue
+                if not pub or not pub.get("jid"):
+                    self._submit_error(f"{fun}: no jid ({pub!r})")
+                    continue
+                targets = len(pub.get("minions") or [])
+                self.book.add(JobTrack(str(pub["jid"]), fun, targets, accepted))
+
+    def _submit_error(self, error: str) -> None:
+        with self.lock:
+            self.result.submit_errors.append(error)
+
+    def _wait_for_the_end(self) -> str:
+        """Wait until every expected return arrived, or the fleet and the
+        master are idle and nothing came for QUIET_S, or ``max_wait``; say
+        which."""
+        deadline = self._started + self.options.max_wait
+        last_count, last_change = -1, time.monotonic()
+        next_report = time.monotonic() + PROGRESS_EVERY_S
+        while time.monotonic() < deadline:
+            time.sleep(END_POLL_S)
+            received = self.book.received_total()
+            if received != last_count:
+                last_count, last_change = received, time.monotonic()
+            queued = _limiter_state(self.probe)[0] if self.limiter is not None else 0
+            all_published = queued == 0 and self.book.all_settled()
+            if all_published and received >= self.book.expected_total():
+                return "all expected returns arrived"
+            status = self._fleet_status()
+            idle = not status.get("jobs_running") and not status.get("jobs_waiting")
+            if all_published and idle and time.monotonic() - last_change > QUIET_S:
+                return f"fleet idle and no return for {QUIET_S:.0f}s"
+            if time.monotonic() >= next_report:
+                next_report += PROGRESS_EVERY_S
+                print(
+                    f"  {self.result.name}: {time.monotonic() - self._started:.0f}s, "
+                    f"{received}/{self.book.expected_total()} returns, "
+                    f"{self.book.in_flight()} jobs in flight, {queued} queued",
+                    flush=True,
+                )
+        return f"max wait of {self.options.max_wait:.0f}s reached"
+
+    def _count(self, master_cpu_s: float) -> None:
+        """The end counts: the fleet's own, the bus's and the job cache's."""
+        status = self._fleet_status()
+        with self.lock:
+            jids = set(self.book.jobs)
+        cache = job_cache_returns(self.master.settings.cachedir, jids)
+        with self.lock:
+            self.result.master_cpu_s = master_cpu_s
+            self.result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
+            self.result.minion_return_errors = int(status.get("return_errors") or 0)
+            self.result.tally(self.book.jobs.values(), cache)

@@ -1,0 +1,240 @@
+"""salt-api (``rest_cherrypy``) beside the stack's master, for load runs.
+
+The API listens on loopback without TLS and authenticates one load user by
+Salt's ``sharedsecret`` external auth: the password is a secret generated
+per stack, and the user may run every execution function, runners, wheel
+functions and job lookups (``.*``, ``@runner``, ``@wheel``, ``@jobs``).
+
+Its configuration is a ``master.d/saltapi.conf`` include next to the master's
+configuration, written before the master starts: the master must know the
+eauth settings to issue tokens, and ``salt-api`` reads the same files.
+Start-up is confirmed by a real ``POST /login`` that returns a token.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from harness.errors import HarnessError
+from harness.master import MasterSettings, salt_script
+from harness.ports import LOOPBACK, is_listening
+from harness.processes import ManagedProcess
+
+EAUTH: Final = "sharedsecret"
+DEFAULT_USER: Final = "saltfleet-load"
+#: what the load user may do: every execution function, runners, wheel, jobs
+PERMISSIONS: Final = (".*", "@runner", "@wheel", "@jobs")
+#: the netapi clients an operator console uses (Salt 3006+ enables none by default)
+CLIENTS: Final = (
+    "local",
+    "local_async",
+    "local_batch",
+    "runner",
+    "runner_async",
+    "wheel",
+    "wheel_async",
+)
+INCLUDE_FILE: Final = "saltapi.conf"
+START_TIMEOUT: Final = 60.0
+LOGIN_TIMEOUT: Final = 15.0
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """What the stack's salt-api looks like; ``port=None`` picks a free one."""
+
+    port: int | None = None
+    #: the address salt-api listens on and clients use; another address of
+    #: this machine lets locust workers elsewhere reach it
+    host: str = LOOPBACK
+    user: str = DEFAULT_USER
+    #: CherryPy worker threads (rest_cherrypy's ``thread_pool``; its default)
+    thread_pool: int = 100
+    #: lifetime of a token in seconds (the master's ``token_expire``)
+    token_expire: int = 12 * 3600
+
+
+@dataclass(frozen=True)
+class ApiCredentials:
+    """How a client logs in: ``POST /login`` with these as JSON."""
+
+    url: str
+    user: str
+    password: str
+    eauth: str = EAUTH
+
+    def login_body(self) -> dict[str, str]:
+        """The JSON body of ``POST /login``."""
+        return {"username": self.user, "password": self.password, "eauth": self.eauth}
+
+
+class ApiError(HarnessError):
+    """A request to salt-api failed; ``status`` is the HTTP status, if any."""
+
+    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class LoginError(ApiError):
+    """``POST /login`` did not return a token."""
+
+
+def login(credentials: ApiCredentials, timeout: float = LOGIN_TIMEOUT) -> str:
+    """Log in to salt-api and return the token (``X-Auth-Token``)."""
+    try:
+        reply = api_request(
+            credentials.url, "/login", credentials.login_body(), timeout
+        )
+        token = reply["return"][0]["token"]
+    except ApiError as exc:
+        raise LoginError(str(exc), exc.status) from None
+    except (KeyError, IndexError, TypeError):
+        raise LoginError(
+            f"POST {credentials.url}/login returned no token: {reply!r}"
+        ) from None
+    return str(token)
+
+
+def api_request(
+    url: str,
+    path: str,
+    body: Any,
+    timeout: float,
+    token: str | None = None,
+) -> Any:
+    """POST ``body`` as JSON to ``url + path``; the decoded JSON reply."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if token is not None:
+        headers["X-Auth-Token"] = token
+    request = urllib.request.Request(
+        url + path, data=json.dumps(body).encode(), headers=headers, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode(errors="replace")
+        raise ApiError(
+            f"POST {url}{path}: HTTP {exc.code}: {_error_text(text)}", exc.code, text
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ApiError(f"POST {url}{path}: {exc}") from None
+
+
+def _error_text(body: str) -> str:
+    """The message of a CherryPy error page (HTML even when JSON was asked
+    for), or the start of any other body."""
+    found = re.search(r"<p>(.*?)</p>", body, re.DOTALL)
+    text = html.unescape(found.group(1)) if found else body
+    return " ".join(text.split())[:300]
+
+
+def render_config(
+    settings: ApiSettings, port: int, password: str, root: Path
+) -> dict[str, Any]:
+    """The options salt-api and the master need, as a ``master.d`` include."""
+    return {
+        "rest_cherrypy": {
+            "host": settings.host,
+            "port": port,
+            "disable_ssl": True,
+            "thread_pool": settings.thread_pool,
+            "log_error_file": str(root / "log" / "api-cherrypy.log"),
+        },
+        "netapi_enable_clients": list(CLIENTS),
+        "external_auth": {EAUTH: {settings.user: list(PERMISSIONS)}},
+        "sharedsecret": password,
+        "token_expire": settings.token_expire,
+        "api_logfile": str(root / "log" / "api.log"),
+        "api_pidfile": str(root / "run" / "salt-api.pid"),
+    }
+
+
+class SaltApi:
+    """One ``salt-api`` process serving ``rest_cherrypy`` for one master."""
+
+    def __init__(
+        self, master: MasterSettings, settings: ApiSettings, port: int
+    ) -> None:
+        self.master = master
+        self.settings = settings
+        self.port = port
+        self.credentials = ApiCredentials(
+            url=f"http://{settings.host}:{port}",
+            user=settings.user,
+            password=secrets.token_urlsafe(24),
+        )
+        self.process = ManagedProcess(
+            "salt-api",
+            [salt_script("salt-api"), "-c", str(master.conf_dir), "-l", "warning"],
+            master.root / "log" / "salt-api.stdout.log",
+        )
+
+    @property
+    def url(self) -> str:
+        """Where salt-api answers, ``http://HOST:PORT``."""
+        return self.credentials.url
+
+    @property
+    def log_file(self) -> Path:
+        """The log salt-api writes itself (``api_logfile``)."""
+        return self.master.root / "log" / "api.log"
+
+    def configure(self) -> Path:
+        """Write the ``master.d`` include; before the master starts."""
+        include = self.master.conf_dir / "master.d" / INCLUDE_FILE
+        include.parent.mkdir(parents=True, exist_ok=True)
+        options = render_config(
+            self.settings, self.port, self.credentials.password, self.master.root
+        )
+        include.write_text(yaml.safe_dump(options, default_flow_style=False))
+        include.chmod(0o600)  # it holds the shared secret
+        return include
+
+    def start(self) -> None:
+        """Start salt-api; return once a login returned a token."""
+        _require_cherrypy()
+        self.process.start()
+        self.process.wait_until(
+            lambda: is_listening(self.port, self.settings.host),
+            timeout=START_TIMEOUT,
+            what=f"listening on {self.url}",
+        )
+        try:
+            login(self.credentials)
+        except LoginError as exc:
+            if not self.process.running():
+                raise self.process.fail(
+                    f"exited with code {self.process.returncode()} after start",
+                    self.log_file,
+                ) from None
+            raise self.process.fail(
+                f"started but cannot log in ({exc})", self.log_file
+            ) from None
+        self.process.remember_descendants()
+
+    def stop(self) -> None:
+        """Stop salt-api and its processes by pid."""
+        self.process.stop()
+
+
+def _require_cherrypy() -> None:
+    try:
+        import cherrypy  # noqa: F401
+    except ImportError:
+        raise HarnessError(
+            "salt-api's rest_cherrypy needs CherryPy; install the project's "
+            "`load` extra (pip install -e '.[load]')"
+        ) from None

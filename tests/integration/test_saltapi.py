@@ -1,0 +1,132 @@
+"""salt-api as a part of the stack: it starts, authenticates the load user,
+and the token it returns runs jobs; a taken port is refused before start."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from harness.ports import LOOPBACK, PortInUseError
+from harness.ratelimit import RateLimiting
+from harness.saltapi import (
+    ApiCredentials,
+    ApiError,
+    ApiSettings,
+    LoginError,
+    api_request,
+    login,
+)
+from harness.stack import Stack, StackSettings, fleet_stack
+from tests.conftest import alive
+
+pytestmark = pytest.mark.integration
+
+MINIONS = 3
+
+
+@pytest.fixture(scope="module")
+def stack(open_tmp_module):
+    with fleet_stack(
+        MINIONS, root=open_tmp_module / "stack", api=ApiSettings()
+    ) as running:
+        yield running
+
+
+def _run(stack: Stack, lowstate: list[dict[str, object]]) -> list[object]:
+    """POST ``lowstate`` to / with a fresh token; the returns."""
+    assert stack.api is not None
+    token = login(stack.api.credentials)
+    reply = api_request(stack.api.url, "/", lowstate, timeout=60, token=token)
+    return list(reply["return"])
+
+
+def test_token_runs_a_ping_through_the_root_endpoint(stack: Stack) -> None:
+    returns = _run(
+        stack, [{"client": "local", "tgt": "*", "fun": "test.ping", "timeout": 30}]
+    )
+    assert returns[0] == {mid: True for mid in stack.fleet.ids}
+
+
+def test_runner_and_async_jobs_are_permitted(stack: Stack) -> None:
+    submitted, jobs = _run(
+        stack,
+        [
+            {"client": "local_async", "tgt": "*", "fun": "test.ping"},
+            {"client": "runner", "fun": "jobs.list_jobs"},
+        ],
+    )
+    assert isinstance(submitted, dict)
+    assert sorted(submitted["minions"]) == sorted(stack.fleet.ids)
+    assert isinstance(jobs, dict)
+
+
+def test_a_wrong_secret_gets_no_token(stack: Stack) -> None:
+    assert stack.api is not None
+    wrong = stack.api.credentials.__class__(
+        url=stack.api.url, user=stack.api.credentials.user, password="not-it"
+    )
+    with pytest.raises(LoginError, match="401"):
+        login(wrong)
+
+
+def test_the_api_is_a_recorded_part_stopped_with_the_stack(open_tmp) -> None:
+    settings = StackSettings(
+        root=open_tmp / "stack", real_minion=False, api=ApiSettings()
+    )
+    with Stack(settings) as stack:
+        assert stack.api is not None
+        pids = [stack.api.process.pid, *stack.api.process.seen_pids()]
+        assert stack.api.process.pid in stack.pids()
+    assert alive(pids) == []
+
+
+def test_a_taken_api_port_is_refused_before_anything_starts(open_tmp) -> None:
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = StackSettings(
+            root=open_tmp / "stack", real_minion=False, api=ApiSettings(port=port)
+        )
+        stack = Stack(settings)
+        with pytest.raises(PortInUseError, match=f"salt-api port {port}"):
+            stack.start()
+        assert stack.master is None
+
+
+def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
+    """What rest_cherrypy returns when the rate limiter's queue is full."""
+    limits = RateLimiting(max_master_jobs=MINIONS + 2, max_minion_jobs=2, max_queue=1)
+    stack = fleet_stack(
+        MINIONS,
+        root=open_tmp / "stack",
+        master_opts=limits.master_options(),
+        api=ApiSettings(),
+    )
+    # each job takes MINIONS of the MINIONS + 2 points: the first runs, the
+    # second waits at the head of the queue, the third is over max_queue
+    sleep = {"client": "local_async", "tgt": "*", "fun": "test.sleep", "arg": [20]}
+    with stack:
+        first, second = _run(stack, [sleep]), _run(stack, [sleep])
+        with pytest.raises(ApiError) as refused:
+            _run(stack, [sleep])
+    assert all(isinstance(r[0], dict) and r[0].get("jid") for r in (first, second))
+    assert refused.value.status == 503
+    assert "overloaded" in str(refused.value).lower(), refused.value.body
+
+
+def test_up_api_prints_the_url_and_credentials_that_log_in(open_tmp, cli) -> None:
+    root = open_tmp / "stack"
+    up = cli("up", "--root", str(root), "--no-minion", "--api")
+    try:
+        assert up.returncode == 0, up.stderr
+        line = next(x for x in up.stdout.splitlines() if x.startswith("salt-api: "))
+        _, url, _, user, _, password, _, eauth = line.split()
+        credentials = ApiCredentials(url=url, user=user, password=password, eauth=eauth)
+        assert login(credentials)
+        status = cli("status", "--root", str(root))
+        assert f"salt-api: {url}" in status.stdout
+    finally:
+        down = cli("down", "--root", str(root))
+    assert down.returncode == 0, down.stderr

@@ -1,0 +1,74 @@
+"""How a failed salt-api request is counted: a refusal for load apart from
+timeouts and server errors, whatever status code carries it."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.load.failures import (
+    FailureKind,
+    classify,
+    kind_of_error,
+    missing_minions,
+)
+
+OVERLOADED_PAGE = (
+    "<html><body><h2>503 Service Unavailable</h2>"
+    "<p>Salt master overloaded, retry later: the publish queue is full</p>"
+    "</body></html>"
+)
+
+
+class ReadTimeout(Exception):
+    """Named like requests' read timeout."""
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "error", "kind"),
+    [
+        (503, OVERLOADED_PAGE, None, FailureKind.OVERLOADED),
+        # the same refusal under another status code is still a refusal
+        (500, OVERLOADED_PAGE, None, FailureKind.OVERLOADED),
+        (
+            200,
+            '{"return": ["SaltMasterOverloadedError"]}',
+            None,
+            FailureKind.OVERLOADED,
+        ),
+        (
+            503,
+            "<p>Salt request timed out. The master is not responding.</p>",
+            None,
+            FailureKind.UNAVAILABLE,
+        ),
+        (504, "", None, FailureKind.TIMEOUT),
+        (0, "", ReadTimeout("read timed out"), FailureKind.TIMEOUT),
+        (0, "", ConnectionRefusedError("refused"), FailureKind.CONNECTION),
+        (
+            500,
+            '{"return": "An unexpected error occurred"}',
+            None,
+            FailureKind.SERVER_ERROR,
+        ),
+        (502, "", None, FailureKind.SERVER_ERROR),
+        (401, "", None, FailureKind.AUTH),
+        (403, "", None, FailureKind.AUTH),
+        (406, "", None, FailureKind.CLIENT_ERROR),
+        (200, '{"return": [{"evil-0001": true}]}', None, None),
+    ],
+)
+def test_classify(status, text, error, kind):
+    assert classify(status, text, error) is kind
+
+
+def test_the_kind_is_found_again_in_locusts_failure_csv():
+    message = FailureKind.OVERLOADED.message("HTTP 503 master overloaded, retry later")
+    assert kind_of_error(f"CatchResponseError({message!r})") == "overloaded"
+    assert kind_of_error("CatchResponseError('timeout: HTTP 504')") == "timeout"
+    assert kind_of_error("ConnectionResetError(104, 'reset')") == "other"
+
+
+def test_missing_minions_of_a_local_return():
+    assert missing_minions(["a", "b", "c"], {"a": True, "c": True}) == ["b"]
+    assert missing_minions(["a"], "Minion did not return") == ["a"]
+    assert missing_minions([], {}) == []

@@ -1,0 +1,108 @@
+"""The storm's options: one value from the command line, and back.
+
+The report's "Reproduce" line must run the same storm again under the same
+name, so the line is parsed back here and must give the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from benchmarks.storm.options import (
+    COMMAND,
+    StormOptions,
+    add_arguments,
+    from_args,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="storm")
+    add_arguments(parser)
+    return parser
+
+
+def _parse(words: list[str]) -> StormOptions:
+    return from_args(_parser().parse_args(words))
+
+
+def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> None:
+    defaults = {
+        "minions": 1000,
+        "jobs": 200,
+        "processes": 2,
+        "submitters": 4,
+        "max_wait": 1800,
+        "decide_calls": 20000,
+        "variants": ("on", "off"),
+        "max_master_jobs": 2000,
+        "exempt_pool": 1,
+    }
+    assert StormOptions(**defaults).reproduce_command() == "nox -s bench -- storm"
+    changed = dict(
+        defaults, minions=200, max_wait=90.5, variants=("on",), exempt_pool=0
+    )
+    assert StormOptions(**changed).reproduce_command() == (
+        "nox -s bench -- storm --minions 200 --max-wait 90.5 --variants on "
+        "--exempt-pool 0"
+    )
+
+
+def test_no_flags_give_the_defaults() -> None:
+    assert _parse([]) == StormOptions()
+    assert StormOptions().variants == ("on", "off")
+    assert StormOptions().output_name == "storm"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [],
+        ["--variants", "both"],
+        ["--jobs", "400", "--variants", "on", "--output-name", "storm-long-400"],
+        ["--jobs", "60", "--max-master-jobs", "1000", "--variants", "on"],
+        ["--max-wait", "90.5", "--exempt-pool", "0", "--variants", "off"],
+        [
+            *("--minions", "200", "--jobs", "10", "--processes", "1"),
+            *("--submitters", "2", "--max-wait", "600", "--decide-calls", "5"),
+            *("--max-master-jobs", "500", "--exempt-pool", "3"),
+            *("--output-name", "storm-small"),
+        ],
+    ],
+)
+def test_the_reproduce_line_parses_back_to_the_same_options(words) -> None:
+    options = _parse(words)
+    line = options.reproduce_command()
+    assert line.startswith(COMMAND)
+    assert _parse(line.removeprefix(COMMAND).split()) == options
+
+
+def test_the_reproduce_line_names_the_report_when_it_is_not_the_default() -> None:
+    line = _parse(["--output-name", "storm-capacity-1000"]).reproduce_command()
+    assert line == "nox -s bench -- storm --output-name storm-capacity-1000"
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--variants", "all"], "choose from both, on, off"),
+        (["--output-name", "../storm"], "invalid report name"),
+        (["--output-name", "results/storm"], "invalid report name"),
+        (["--max-wait", "0"], "must be more than 0 seconds"),
+        (["--exempt-pool", "-1"], "must not be negative"),
+    ],
+)
+def test_a_bad_flag_is_a_usage_error_that_names_the_problem(
+    words, message, capsys
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        _parse(words)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_limiter_on_master_gets_the_options_rate_limiting() -> None:
+    limits = StormOptions(max_master_jobs=1000, exempt_pool=0).rate_limiting()
+    assert (limits.max_master_jobs, limits.exempt_pool_workers) == (1000, 0)

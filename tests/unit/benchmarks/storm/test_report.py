@@ -1,0 +1,111 @@
+"""What the storm report says: the goals' verdicts, lost returns, the files.
+
+The report is the benchmark's only output, so its sentences and the names
+of the files it writes are tested with made-up results here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import report
+from benchmarks.storm.accounting import PING_TARGETS, Ping, Sample, VariantResult
+from benchmarks.storm.decide import DecideResult
+from benchmarks.storm.options import StormOptions
+from benchmarks.storm.report import _lost_cell, report_lines, write_report
+from harness.ratelimit import RateLimiting
+
+
+def test_missing_returns_are_called_lost_only_when_the_storm_ran_to_its_end():
+    done = VariantResult("on", None, expected_returns=10, received_cache=8)
+    done.ended_by = "all expected returns arrived"
+    assert not done.cut and done.missing_returns == 2
+    cut = VariantResult("on", None, expected_returns=10, received_cache=8)
+    cut.ended_by = "max wait of 600s reached"
+    assert cut.cut and cut.missing_returns == 2
+
+    assert _lost_cell(done) == "2"
+    assert _lost_cell(cut) == "n/a: cut, 2 missing"
+
+
+def _sample(t: float, rss: dict[str, float]) -> Sample:
+    return Sample(
+        t=t,
+        master_rss_mb=sum(rss.values()),
+        bus_delay_s=0.1,
+        queued=0,
+        in_flight=1,
+        returns_per_s=100.0,
+        minion_returns_per_s=100.0,
+        rss_by_role=rss,
+    )
+
+
+def _limiter_on() -> VariantResult:
+    on = VariantResult("on", RateLimiting(exempt_pool_workers=1), submitted=2)
+    on.ended_by = "all expected returns arrived"
+    on.expected_returns = on.received_cache = 20
+    on.peak_minion_jobs = 2
+    on.samples = [
+        _sample(1, {"MWorker default": 400.0, "RateLimitQueueManager": 90.0}),
+        _sample(2, {"MWorker default": 450.0, "RateLimitQueueManager": 91.0}),
+    ]
+    on.pings = [Ping(1, 12.0, PING_TARGETS, 0.1, 1.0), Ping(2, 3.0, 3, 0.2, None)]
+    return on
+
+
+def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
+    on = _limiter_on()
+    decisions = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
+    text = "\n".join(
+        str(line)
+        for line in report_lines(
+            [on], decisions, StormOptions(minions=10, jobs=2, submitters=3)
+        )
+    )
+    assert "at most 2 jobs on one minion <= 10" in text
+    assert "returns lost for published jobs: 0: met" in text
+    assert "presence ping p99 " in text and "<= 2 s: NOT met" in text
+    assert "one decision: worst p99 6.0 us <= 50 us: met" in text
+    # the ping that never got a first return is counted, not dropped
+    assert "(1 never)" in text
+    # the process that grew most comes first
+    assert text.index("| on | MWorker default | 400 | 450 | +50 |") < text.index(
+        "| on | RateLimitQueueManager | 90 | 91 | +1 |"
+    )
+    assert "worker pool of their own with 1 MWorker(s)" in text
+    assert "by 3 client threads" in text
+
+
+def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
+    options = StormOptions(jobs=400, variants=("on",), output_name="storm-long-400")
+    decisions = [DecideResult("nothing in flight", "publish", [5.0])]
+    text = "\n".join(map(str, report_lines([_limiter_on()], decisions, options)))
+    assert (
+        "Reproduce: `nox -s bench -- storm --jobs 400 --variants on "
+        "--output-name storm-long-400`." in text
+    )
+
+
+def test_output_name_names_the_report_its_plot_and_its_data(
+    tmp_path, monkeypatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    decisions = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
+    options = StormOptions(variants=("on",), output_name="storm-long-400")
+
+    path = write_report([_limiter_on()], decisions, options)
+
+    assert path == tmp_path / "storm-long-400.md"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "storm-long-400-timeline.png",
+        "storm-long-400.json",
+        "storm-long-400.md",
+    ]
+    assert "![storm over time](storm-long-400-timeline.png)" in path.read_text()
+    data = json.loads((tmp_path / "storm-long-400.json").read_text())
+    assert [v["name"] for v in data["variants"]] == ["on"]
+    assert data["decisions"][0]["p99_us"] == 6.0

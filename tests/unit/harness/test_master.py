@@ -1,0 +1,51 @@
+"""A master's paths are one value: the rendered config, in-process options and
+callers all take them from MasterLayout, and every one lies under its root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.master import (
+    MasterLayout,
+    MasterSettings,
+    in_process_opts,
+    render_config,
+    write_config,
+)
+
+
+def _settings(root: Path, **kwargs: object) -> MasterSettings:
+    return MasterSettings(root=root, publish_port=14505, ret_port=14506, **kwargs)  # type: ignore[arg-type]
+
+
+def test_rendered_paths_are_the_layouts_and_lie_under_the_root(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    opts = render_config(settings, None)
+    assert opts["pki_dir"] == str(settings.pki_dir)
+    assert opts["sock_dir"] == str(settings.sock_dir)
+    assert opts["extension_modules"] == str(settings.extension_modules)
+    assert opts["pillar_roots"] == {"base": [str(settings.pillar_root)]}
+    for key, value in MasterLayout(tmp_path).path_options().items():
+        paths = value["base"] if isinstance(value, dict) else [value]
+        assert all(Path(p).is_relative_to(tmp_path) for p in paths), key
+
+
+def test_pillar_files_are_written_into_the_pillar_root(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, pillar_files={"top.sls": "base: {}\n"})
+    write_config(settings, None)
+    assert (settings.pillar_root / "top.sls").read_text() == "base: {}\n"
+    outside = _settings(tmp_path, pillar_files={"../escape.sls": "x: 1\n"})
+    with pytest.raises(HarnessError, match="outside the pillar root"):
+        write_config(outside, None)
+
+
+def test_in_process_opts_lay_paths_out_like_a_rendered_master(tmp_path: Path) -> None:
+    layout = MasterLayout(tmp_path)
+    opts = in_process_opts(tmp_path, pillar_roots={"base": [str(tmp_path / "tree")]})
+    assert opts["cachedir"] == str(layout.cachedir)
+    assert opts["extension_modules"] == str(layout.extension_modules)
+    assert opts["pillar_roots"] == {"base": [str(tmp_path / "tree")]}
+    assert layout.pillar_root.is_dir()

@@ -1,0 +1,67 @@
+"""The embedded PostgreSQL's install copies: one per build, reused across runs,
+and copies of other builds removed once nothing runs from them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness import postgres
+
+
+@pytest.fixture
+def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def _fake_install(root: Path, content: bytes) -> Path:
+    """A private (0700) directory holding a pginstall/bin with a postgres binary."""
+    root.mkdir(mode=0o700)
+    bin_dir = root / "pkg" / "pginstall" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "postgres").write_bytes(content)
+    (bin_dir / "initdb").write_bytes(b"initdb")
+    return bin_dir
+
+
+def test_two_checkouts_of_one_build_share_one_copy(temp_dir: Path) -> None:
+    first = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    second = postgres.reachable_install(_fake_install(temp_dir / "b", b"server-1"))
+    assert first == second
+    assert (first / "postgres").read_bytes() == b"server-1"
+    assert len(list(temp_dir.glob(f"{postgres.COPY_PREFIX}*"))) == 1
+
+
+def test_a_new_build_removes_the_unused_copy_of_the_old(temp_dir: Path) -> None:
+    old = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    new = postgres.reachable_install(_fake_install(temp_dir / "b", b"server-2"))
+    assert new != old
+    assert not old.exists()
+    assert [p.name for p in temp_dir.glob(f"{postgres.COPY_PREFIX}*")] == [
+        new.parents[2].name
+    ]
+
+
+def test_a_copy_a_process_runs_from_is_kept(temp_dir: Path) -> None:
+    stale = temp_dir / f"{postgres.COPY_PREFIX}0123456789ab"
+    (stale / "bin").mkdir(parents=True)
+    exe = stale / "bin" / "python"  # /proc shows a copy's path, not a link's
+    exe.write_bytes(Path(sys.executable).resolve().read_bytes())
+    exe.chmod(0o755)
+    proc = subprocess.Popen(
+        [str(exe), "-c", "import time; time.sleep(30)"],
+        env={**os.environ, "PYTHONHOME": sys.base_prefix},
+    )
+    try:
+        assert postgres.remove_stale_copies() == []
+        assert stale.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert postgres.remove_stale_copies() == [stale]
