@@ -10,17 +10,13 @@ accounts for every job it was handed.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
 
-from harness.master import salt_script
 from harness.ratelimit import QueueProbe, RateLimiting
-from harness.stack import Stack, StackSettings
+from harness.stack import Stack, fleet_stack
 
 pytestmark = pytest.mark.integration
 
@@ -38,38 +34,18 @@ EX_UNAVAILABLE = 69
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
-    settings = StackSettings(
-        root=open_tmp_module / "stack",
-        real_minion=False,
-        simulated_minions=MINIONS,
-        master_opts=LIMITS.master_options(),
-    )
-    with Stack(settings) as running:
+    with fleet_stack(
+        MINIONS, root=open_tmp_module / "stack", master_opts=LIMITS.master_options()
+    ) as running:
         yield running
-
-
-def _run(stack: Stack, script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    assert stack.master is not None
-    # The whole environment: salt-run prints a runner's documentation
-    # instead of running it when started with an empty one.
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    env["PATH"] = f"{sys.exec_prefix}/bin:{env.get('PATH', '')}"
-    return subprocess.run(
-        [salt_script(script), "-c", str(stack.master.settings.conf_dir), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-        env=env,
-    )
 
 
 def test_sync_job_that_expires_in_the_queue(stack: Stack) -> None:
     with stack.client() as client:
         assert client.cmd_async("*", "test.sleep", [60])  # fills the master
     began = time.monotonic()
-    cli = _run(stack, "salt", "-t", "2", "*", "test.echo", "hi")
+    assert stack.master is not None
+    cli = stack.master.run_cli("salt", "-t", "2", "*", "test.echo", "hi")
     waited = time.monotonic() - began
 
     assert cli.returncode == EX_UNAVAILABLE, cli.stdout + cli.stderr
@@ -82,13 +58,12 @@ def test_sync_job_that_expires_in_the_queue(stack: Stack) -> None:
     assert found, cli.stderr
     jid = found.group(1)
 
-    looked_up = _run(stack, "salt-run", "jobs.lookup_jid", jid)
+    looked_up = stack.master.run_cli("salt-run", "jobs.lookup_jid", jid)
     assert f"Job {jid} was never published" in looked_up.stdout, looked_up.stdout
-    listed = _run(stack, "salt-run", "--out=json", "jobs.list_job", jid)
+    listed = stack.master.run_cli("salt-run", "--out=json", "jobs.list_job", jid)
     assert '"outcome": "expired"' in listed.stdout, listed.stdout
 
-    assert stack.master is not None
-    status = QueueProbe(stack.master.settings.root / "run" / "master").status()
+    status = QueueProbe(stack.master.settings.sock_dir).status()
     assert status["outcomes"]["expired"] >= 1
     assert status["submitted"] == (
         status["queued"] + status["publishing"] + sum(status["outcomes"].values())
