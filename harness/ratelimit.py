@@ -26,7 +26,17 @@ from typing import Any
 from harness.events import Event, EventListener
 
 #: The outcomes a rate-limited job can end in (``salt.ratelimit.OUTCOMES``).
-OUTCOMES = ("published", "published_excluding", "expired", "rejected")
+OUTCOMES = (
+    "published",
+    "published_excluding",
+    # published without a decision: the criteria module failed on the job
+    "published_unchecked",
+    "expired",
+    "rejected",
+)
+
+#: The outcomes of a job that went out to (some of) its minions.
+PUBLISHED_OUTCOMES = ("published", "published_excluding", "published_unchecked")
 
 #: Fired when a job enters the queue; not an outcome.
 QUEUED = "queued"

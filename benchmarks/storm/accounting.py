@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from benchmarks import report
-from harness.ratelimit import QUEUED, RateLimiting, job_event
+from harness.ratelimit import PUBLISHED_OUTCOMES, QUEUED, RateLimiting, job_event
 
 #: MWorkers of the master's default pool (the exempt pool, if any, adds its own)
 WORKER_THREADS: Final = 4
@@ -33,7 +33,7 @@ STATE_DURATION: Final = (1.0, 5.0)
 START_JITTER: Final = (0.05, 0.5)
 
 #: the outcomes after which a job's returns are expected
-PUBLISHED: Final = ("published", "published_excluding")
+PUBLISHED: Final = PUBLISHED_OUTCOMES
 #: the outcomes after which a job never gets returns
 DROPPED: Final = ("expired", "rejected")
 

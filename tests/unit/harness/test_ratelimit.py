@@ -15,6 +15,7 @@ import pytest
 
 from harness.events import Event
 from harness.ratelimit import (
+    OUTCOMES,
     QueueProbe,
     RateLimiting,
     job_event,
@@ -62,6 +63,11 @@ def test_no_exempt_pool_leaves_the_workers_alone() -> None:
     assert "worker_pools" not in RateLimiting().master_options()
 
 
+def test_outcomes_are_salts() -> None:
+    ratelimit = pytest.importorskip("salt.ratelimit")
+    assert OUTCOMES == ratelimit.OUTCOMES
+
+
 def test_job_event_reads_the_jid_and_outcome_of_rate_limit_job_tags_only() -> None:
     assert job_event("salt/ratelimit/job/1/published_excluding") == (
         "1",
@@ -82,6 +88,7 @@ def test_outcomes_per_job() -> None:
             event("salt/ratelimit/job/3/queued"),
             event("salt/ratelimit/job/4/expired"),
             event("salt/ratelimit/job/4/published"),
+            event("salt/ratelimit/job/5/published_unchecked"),
             event("salt/job/1/ret/m1"),
             event("salt/ratelimit/capacity/reconciled"),
         ]
@@ -90,8 +97,9 @@ def test_outcomes_per_job() -> None:
         "1": ["published"],
         "2": ["rejected"],
         "4": ["expired", "published"],
+        "5": ["published_unchecked"],
     }
-    assert outcome_problems(found, ["1", "2", "3", "4"]) == {
+    assert outcome_problems(found, ["1", "2", "3", "4", "5"]) == {
         "3": [],
         "4": ["expired", "published"],
     }

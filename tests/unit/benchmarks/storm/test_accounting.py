@@ -83,6 +83,16 @@ def test_an_outcome_seen_before_the_submitter_recorded_the_job_is_kept():
     assert book.in_flight() == 1
 
 
+def test_a_job_published_unchecked_is_in_flight():
+    # the criteria module failed on it and the master published it anyway
+    book = JobBook()
+    book.limited = True
+    book.add(JobTrack("8", "test.sleep", targets=2, accepted=10.0))
+    book.feed([_outcome("8", "published_unchecked")])
+    assert book.jobs["8"].published is not None
+    assert book.in_flight() == 1
+
+
 def test_job_cache_returns_counts_return_files_per_jid(tmp_path):
     for jid, minions in (("1", ["a", "b"]), ("2", ["a"]), ("3", ["a"])):
         job_dir = tmp_path / "jobs" / jid[:1] / f"hash{jid}"
