@@ -37,6 +37,7 @@ from typing import Any, Final
 from evil_minions.config import FleetConfig
 from evil_minions.control import ControlServer, socket_path
 from evil_minions.functions import Runtime
+from evil_minions.keys import RUN_PKI_DIR
 from evil_minions.matching import TargetMatcher
 from evil_minions.minion import ProcessContext, SimulatedMinion
 from evil_minions.replay import ReplayStore
@@ -104,6 +105,8 @@ class FleetWorker:
         self.index = index
         self.ids = minion_ids
         self.run_dir = run_dir
+        #: the run's own pki dirs (evil_minions.keys.run_pki_dirs)
+        self._pki_root = str(Path(run_dir) / RUN_PKI_DIR)
         self.stats = ProcessStats(index=index, pid=os.getpid(), minions=len(minion_ids))
         self._minions: dict[str, SimulatedMinion] = {}
         self._started: list[SimulatedMinion] = []
@@ -196,7 +199,7 @@ class FleetWorker:
         import salt.channel.client
 
         assert self._ctx is not None
-        opts = minion_opts(self._base_opts, self.cfg.keys_dir, self.ids[0])
+        opts = minion_opts(self._base_opts, self._pki_root, self.ids[0])
         backoff = 1.0
         while not self._stop.is_set():
             channel = salt.channel.client.AsyncPubChannel.factory(
@@ -241,7 +244,7 @@ class FleetWorker:
             await in_flight.acquire()
             minion = SimulatedMinion(
                 minion_id,
-                minion_opts(self._base_opts, self.cfg.keys_dir, minion_id),
+                minion_opts(self._base_opts, self._pki_root, minion_id),
                 self._ctx,
             )
             self._minions[minion_id] = minion

@@ -57,6 +57,39 @@ def minion_pki_dir(keys_dir: str | os.PathLike[str], minion_id: str) -> Path:
     return Path(keys_dir) / minion_id
 
 
+#: where a run keeps its minions' Salt pki dirs, under its run dir
+RUN_PKI_DIR: Final = "pki"
+
+
+def run_pki_dirs(
+    keys_dir: str | os.PathLike[str],
+    run_dir: str | os.PathLike[str],
+    minion_ids: Iterable[str],
+) -> Path:
+    """
+    Give every minion of a run a Salt ``pki_dir`` of its own under ``run_dir``
+    holding a copy of its cached key pair; return the directory holding them.
+
+    The master's key a minion pins on first sign-in (``minion_master.pub``)
+    then lives with the run, not in the shared key cache: two fleets with the
+    same ids on two masters (parallel test stacks) no longer replace each
+    other's pin, which made one of them fail to authenticate over and over.
+    An earlier run's pins in ``run_dir`` are dropped.
+    """
+    root = Path(run_dir) / RUN_PKI_DIR
+    shutil.rmtree(root, ignore_errors=True)
+    for minion_id in minion_ids:
+        private, public = _key_paths(keys_dir, minion_id)
+        pki = root / minion_id
+        try:
+            pki.mkdir(parents=True)
+            shutil.copy2(private, pki / PRIVATE_KEY_NAME)
+            shutil.copy2(public, pki / PUBLIC_KEY_NAME)
+        except OSError as exc:
+            raise KeyStoreError(f"cannot prepare {pki}: {exc.strerror}") from exc
+    return root
+
+
 def _key_paths(keys_dir: str | os.PathLike[str], minion_id: str) -> tuple[Path, Path]:
     pki = minion_pki_dir(keys_dir, minion_id)
     return pki / PRIVATE_KEY_NAME, pki / PUBLIC_KEY_NAME

@@ -65,9 +65,10 @@ def base_opts(cfg: FleetConfig, run_dir: str) -> dict[str, Any]:
     return opts
 
 
-def minion_opts(base: dict[str, Any], keys_dir: str, minion_id: str) -> dict[str, Any]:
-    """One minion's opts: ``base`` with its id and its own ``pki_dir``."""
+def minion_opts(base: dict[str, Any], pki_root: str, minion_id: str) -> dict[str, Any]:
+    """One minion's opts: ``base`` with its id and its own ``pki_dir`` under
+    ``pki_root`` (the run's, see :func:`evil_minions.keys.run_pki_dirs`)."""
     opts = dict(base)
     opts["id"] = minion_id
-    opts["pki_dir"] = str(minion_pki_dir(keys_dir, minion_id))
+    opts["pki_dir"] = str(minion_pki_dir(pki_root, minion_id))
     return opts

@@ -37,7 +37,7 @@ from evil_minions.config import FleetConfig, split_evenly
 from evil_minions.control import control_sockets, socket_path
 from evil_minions.errors import EvilMinionsError
 from evil_minions.fleet import write_fleet_file
-from evil_minions.keys import prepare_keys
+from evil_minions.keys import prepare_keys, run_pki_dirs
 from evil_minions.replay import ReplayStore
 from evil_minions.status import (
     STATUS_FILE,
@@ -133,7 +133,9 @@ class FleetSupervisor:
                     f"seeded {written} new keys into {self.seed_master_pki}/minions",
                     err=True,
                 )
-        return self.cfg.minion_ids()
+        ids = self.cfg.minion_ids()
+        run_pki_dirs(self.cfg.keys_dir, run_dir, ids)
+        return ids
 
     def _key_progress(self, done: int, total: int) -> None:
         if done == total and self._last_progress == 0.0:

@@ -94,3 +94,23 @@ def test_forget_master_keys_unpins_an_earlier_master(keys_dir):
     assert forget_master_keys(keys_dir, IDS) == 1
     assert not (keys_dir / "evil-0001" / "minion_master.pub").exists()
     assert (keys_dir / "evil-0001" / "minion.pem").exists()
+
+
+def test_each_run_pins_the_master_key_in_its_own_pki_dirs(tmp_path) -> None:
+    """Two fleets with the same ids on two masters (parallel test stacks) must
+    not replace each other's pinned master key in the shared key cache."""
+    from evil_minions.keys import MASTER_KEY_NAME, run_pki_dirs
+
+    keys = tmp_path / "keys"
+    ensure_keys(keys, ["evil-0001"])
+    first = run_pki_dirs(keys, tmp_path / "run-a", ["evil-0001"]) / "evil-0001"
+    second = run_pki_dirs(keys, tmp_path / "run-b", ["evil-0001"]) / "evil-0001"
+    (first / MASTER_KEY_NAME).write_text("master A")
+    (second / MASTER_KEY_NAME).write_text("master B")
+    assert (first / MASTER_KEY_NAME).read_text() == "master A"
+    assert not (keys / "evil-0001" / MASTER_KEY_NAME).exists()
+    cached = (keys / "evil-0001" / "minion.pem").read_text()
+    assert (first / "minion.pem").read_text() == cached
+    # a new run in the same run dir starts without the old pin
+    again = run_pki_dirs(keys, tmp_path / "run-a", ["evil-0001"]) / "evil-0001"
+    assert not (again / MASTER_KEY_NAME).exists()
