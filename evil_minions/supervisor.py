@@ -133,9 +133,7 @@ class FleetSupervisor:
                     f"seeded {written} new keys into {self.seed_master_pki}/minions",
                     err=True,
                 )
-        ids = self.cfg.minion_ids()
-        run_pki_dirs(self.cfg.keys_dir, run_dir, ids)
-        return ids
+        return self.cfg.minion_ids()
 
     def _key_progress(self, done: int, total: int) -> None:
         if done == total and self._last_progress == 0.0:
@@ -150,6 +148,7 @@ class FleetSupervisor:
     def run(self) -> int:
         """Start the fleet and supervise it until stopped; returns the exit code."""
         ids = self.prepare()
+        run_pki_dirs(self.cfg.keys_dir, self.run_dir, ids)
         self._install_signal_handlers()
         self._started_at = time.time()
         write_fleet_file(
