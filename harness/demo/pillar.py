@@ -116,6 +116,26 @@ def _failed_closed(value: Any) -> bool:
     )
 
 
+def _highstate_refused(ctx: TourContext) -> str:
+    """The real minion's highstate must refuse to run on the failed pillar;
+    a sentence saying so for the report ("" without a real minion)."""
+    minion = ctx.real_minion
+    if minion is None:
+        return ""
+    ret = ctx.stack.cmd(minion, "state.highstate", timeout=PILLAR_TIMEOUT).get(minion)
+    if not (
+        isinstance(ret, list)
+        and any("Pillar failed to render" in str(line) for line in ret)
+    ):
+        raise ScenarioFailed(
+            f"with PostgreSQL down {minion}'s state.highstate did not refuse to "
+            f"run: {str(ret)[:200]}"
+        )
+    return (
+        f' `state.highstate` on `{minion}` refused to run ("Pillar failed to render").'
+    )
+
+
 def fails_closed_and_recovers(ctx: TourContext) -> Finding:
     """PostgreSQL stopped: pillar errors only; started again: the pillars are back."""
     postgres = ctx.stack.postgres
@@ -129,6 +149,7 @@ def fails_closed_and_recovers(ctx: TourContext) -> Finding:
     postgres.stop()
     try:
         down = _pillars(ctx, sample)
+        refused = _highstate_refused(ctx)
     finally:
         postgres.start()
     leaked = [m for m in sample if not _failed_closed(down.get(m))]
@@ -152,8 +173,7 @@ def fails_closed_and_recovers(ctx: TourContext) -> Finding:
     body = [
         f"Stopped PostgreSQL (pid {pid}) and asked {len(sample)} minions for "
         "`pillar.items`: every one got a pillar holding only `_errors`, no "
-        "row and no empty pillar (a highstate refuses to run on it). "
-        f"`{sample[0]}` saw:",
+        f"row and no empty pillar.{refused} `{sample[0]}` saw:",
         "",
         "```",
         *(str(e) for e in errors[:3]),

@@ -159,14 +159,17 @@ def run_scenario(
     scenario: Scenario,
     ctx: TourContext,
     *,
+    failures: tuple[type[Exception], ...] = (ScenarioFailed,),
     clock: Callable[[], float] = time.monotonic,
 ) -> ScenarioOutcome:
-    """Run one scenario; a :class:`ScenarioFailed` becomes a failed outcome."""
+    """Run one scenario; any of ``failures`` becomes a failed outcome with the
+    exception's message (other exceptions are bugs and propagate)."""
     started = clock()
     try:
         finding = scenario.run(ctx)
-    except ScenarioFailed as exc:
-        finding, verdict = Finding(str(exc)), Verdict.FAILED
+    except failures as exc:
+        reason = str(exc).strip() or type(exc).__name__
+        finding, verdict = Finding(reason), Verdict.FAILED
     else:
         verdict = Verdict.SKIPPED if finding.skipped else Verdict.PASSED
         if finding.skipped:

@@ -91,7 +91,7 @@ def render_markdown(record: TourRecord) -> str:
     else:
         lines.append("Every capability of the series is in this build.")
     if record.without_scenario:
-        lines += ["", "In this build but not yet shown by a scenario: "]
+        lines += ["", "In this build but not yet shown by a scenario:", ""]
         lines += [f"- {c.name} (`{c.module}`)" for c in record.without_scenario]
     return "\n".join(lines) + "\n"
 
@@ -106,6 +106,9 @@ def render_summary(record: TourRecord, report_path: Path) -> str:
     if record.not_in_build:
         names = ", ".join(c.name for c in record.not_in_build)
         lines.append(f"  not in this build: {names}")
+    if record.without_scenario:
+        names = ", ".join(c.name for c in record.without_scenario)
+        lines.append(f"  in this build, no scenario yet: {names}")
     lines.append(f"report: {report_path}")
     return "\n".join(lines)
 

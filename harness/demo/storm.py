@@ -93,7 +93,10 @@ class PresenceProbe:
         self.started = started
         self.pings: list[Ping] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="presence-probe")
+        # a daemon: Ctrl-C must not wait for a ping in flight
+        self._thread = threading.Thread(
+            target=self._run, name="presence-probe", daemon=True
+        )
         self._error: BaseException | None = None
 
     def __enter__(self) -> PresenceProbe:
@@ -102,8 +105,10 @@ class PresenceProbe:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        if exc[0] is not None:
+            return  # the stack is stopped next; a ping in flight just ends
         self._thread.join()
-        if self._error is not None and exc[0] is None:
+        if self._error is not None:
             raise ScenarioFailed(f"presence pings failed: {self._error!r}")
 
     def _run(self) -> None:

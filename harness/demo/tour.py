@@ -11,7 +11,13 @@ from pathlib import Path
 from harness.demo import fleet, interfaces, pillar, ratelimit
 from harness.demo.context import TourContext
 from harness.demo.options import DemoOptions, storm_limits
-from harness.demo.registry import Registry, ScenarioOutcome, Verdict, run_scenario
+from harness.demo.registry import (
+    Registry,
+    ScenarioFailed,
+    ScenarioOutcome,
+    Verdict,
+    run_scenario,
+)
 from harness.demo.report import REPORT_FILE, TourRecord, render_summary, write_report
 from harness.errors import HarnessError
 from harness.fleet import FleetConfig
@@ -92,6 +98,14 @@ def _facts(stack: Stack, options: DemoOptions, startup: float) -> dict[str, str]
     }
 
 
+def _failures() -> tuple[type[Exception], ...]:
+    """What a scenario may fail with: what it saw, a daemon that did not come
+    back (:class:`HarnessError` with its log tail), a Salt client error."""
+    import salt.exceptions
+
+    return (ScenarioFailed, HarnessError, salt.exceptions.SaltException)
+
+
 def _check_environment(options: DemoOptions) -> None:
     if options.minions < 1:
         raise HarnessError(
@@ -125,7 +139,7 @@ def run_tour(
         print(f"stack up; {len(registry.scenarios)} scenarios", flush=True)
         for scenario in registry.scenarios:
             print(f"  {scenario.section}: {scenario.name} ...", flush=True)
-            outcome = run_scenario(scenario, ctx)
+            outcome = run_scenario(scenario, ctx, failures=_failures())
             outcomes.append(outcome)
             if outcome.verdict is not Verdict.PASSED:
                 print(

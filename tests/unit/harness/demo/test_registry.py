@@ -76,6 +76,23 @@ def test_run_scenario_verdicts() -> None:
     assert all(o.seconds == 2.5 for o in outcomes)
 
 
+def test_failures_the_tour_names_are_verdicts_too() -> None:
+    """A daemon that did not come back fails its scenario, with its message."""
+    registry = Registry(pending=())
+
+    @registry.scenario("S", "restart")
+    def restart(ctx):
+        raise RuntimeError("salt-master exited with code 1")
+
+    outcome = run_scenario(
+        registry.scenarios[0],
+        None,  # type: ignore[arg-type]
+        failures=(ScenarioFailed, RuntimeError),
+    )
+    assert outcome.verdict is Verdict.FAILED
+    assert outcome.finding.summary == "salt-master exited with code 1"
+
+
 def test_other_exceptions_are_not_verdicts() -> None:
     """A bug in a scenario is not a finding: it ends the tour loudly."""
     registry = Registry(pending=())

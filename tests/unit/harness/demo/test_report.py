@@ -64,6 +64,15 @@ def test_everything_in_build() -> None:
     assert "Every capability of the series is in this build." in text
 
 
+def test_present_capability_without_scenario() -> None:
+    record = _record(pending=())
+    record.without_scenario = [QUERY]
+    text = render_markdown(record)
+    assert "In this build but not yet shown by a scenario:\n\n- query API" in text
+    summary = render_summary(record, Path("r.md"))
+    assert "  in this build, no scenario yet: query API" in summary.splitlines()
+
+
 def test_summary_lines(tmp_path: Path) -> None:
     record = _record(
         _outcome("Fleet", "answers", Verdict.PASSED, "21 of 21"),
