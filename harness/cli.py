@@ -294,16 +294,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """``demo``: the product tour (see :mod:`harness.demo`); exit 1 if a
     scenario failed."""
     from harness.demo.options import DemoOptions
-    from harness.demo.tour import run_tour
+    from harness.demo.tour import check_options, run_tour
 
-    logs = DEMO_LOGS.resolve()
-    shutil.rmtree(logs, ignore_errors=True)
     options = DemoOptions(
         minions=args.minions,
         storm_jobs=args.storm_jobs,
         pillar_sample=args.pillar_sample,
         report_dir=args.report_dir,
     )
+    check_options(options)
+    logs = DEMO_LOGS.resolve()
+    shutil.rmtree(logs, ignore_errors=True)
     code = run_tour(options, _settings(args, logs_dir=logs))
     print(f"logs: {logs}")
     return code

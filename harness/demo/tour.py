@@ -106,10 +106,19 @@ def _failures() -> tuple[type[Exception], ...]:
     return (ScenarioFailed, HarnessError, salt.exceptions.SaltException)
 
 
-def _check_environment(options: DemoOptions) -> None:
+def check_options(options: DemoOptions) -> None:
+    """Refuse options the tour cannot show anything with, and a missing
+    matplotlib, before anything starts (a HarnessError naming the fix)."""
     if options.minions < 1:
         raise HarnessError(
             "the demo needs simulated minions: --minions must be at least 1"
+        )
+    cap = storm_limits(options).max_minion_jobs
+    if options.storm_jobs <= cap:
+        raise HarnessError(
+            f"--storm-jobs {options.storm_jobs} is too few: with the limiter a "
+            f"minion holds at most {cap} jobs, so the storm must send more than "
+            f"{cap} to show the difference"
         )
     if importlib.util.find_spec("matplotlib") is None:
         raise HarnessError(
@@ -122,7 +131,7 @@ def run_tour(
     options: DemoOptions, settings: StackSettings, *, registry: Registry | None = None
 ) -> int:
     """Run the whole tour; 0 when every scenario passed or was skipped, else 1."""
-    _check_environment(options)
+    check_options(options)
     registry = registry or build_registry()
     report_dir = prepare_report_dir(options.report_dir)
     began = time.monotonic()

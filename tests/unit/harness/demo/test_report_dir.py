@@ -36,3 +36,16 @@ def test_a_file_in_the_way_is_refused(tmp_path) -> None:
     (tmp_path / "report").write_text("")
     with pytest.raises(HarnessError, match="exists and is not a directory"):
         prepare_report_dir(tmp_path / "report")
+
+
+def test_too_small_a_storm_is_refused_before_anything_starts(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    report_dir = tmp_path / "report"
+    assert main(["demo", "--storm-jobs", "4", "--report-dir", str(report_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "error: --storm-jobs 4 is too few" in err
+    assert "Traceback" not in err
+    assert not report_dir.exists()
