@@ -30,13 +30,21 @@ class DemoOptions:
     pillar_sample: int = 20
     report_dir: Path = DEFAULT_REPORT_DIR
     minion_slots: int = 2
-    #: seconds each storm job (``test.sleep``) takes on a minion
-    storm_sleep: float = 1.0
+    #: seconds each storm job (``test.sleep``) takes on a minion; None:
+    #: :meth:`job_seconds` sizes it to the fleet
+    storm_sleep: float | None = None
     #: minions pinged at once, every ping_interval seconds, during a storm
     ping_minions: int = 5
     ping_interval: float = 1.0
     #: simulated minions asked for their pillar while PostgreSQL is down
     fail_closed_sample: int = 5
+
+    def command_line(self) -> str:
+        """The command that runs the tour with these options (for the report)."""
+        return (
+            f"nox -s demo -- --minions {self.minions} --storm-jobs {self.storm_jobs} "
+            f"--pillar-sample {self.pillar_sample}"
+        )
 
     def timing(self) -> TimingModel:
         """The simulated minions' timing for the tour."""
@@ -44,10 +52,24 @@ class DemoOptions:
 
         return TimingModel(max_concurrent_jobs=self.minion_slots)
 
+    def job_seconds(self) -> float:
+        """How long one storm job takes on a minion.
+
+        The minions, not the master, must be the bottleneck, or jobs trickle
+        out no faster than minions finish them and nothing piles up without
+        the limiter: a fleet returns ``minions * minion_slots / seconds``
+        jobs per second, which must stay below what one master on this
+        machine takes in (about 150 returns a second), hence a second per
+        100 minions.
+        """
+        if self.storm_sleep is not None:
+            return self.storm_sleep
+        return max(1.0, self.minions / 100)
+
     def storm_timeout(self) -> float:
         """Seconds a storm may take before its missing returns count as lost:
         a wide margin over jobs x sleep / slots, plus the fleet's returns."""
-        per_minion = self.storm_jobs * self.storm_sleep / self.minion_slots
+        per_minion = self.storm_jobs * self.job_seconds() / self.minion_slots
         return 60.0 + 3 * per_minion + self.minions * self.storm_jobs / 100
 
 

@@ -165,7 +165,7 @@ def storm_with_limiter(ctx: TourContext) -> Finding:
     body = [
         f"Limiter on (`max_minion_jobs: {limits.max_minion_jobs}`, "
         f"`max_master_jobs: {limits.max_master_jobs}`): {ctx.options.storm_jobs} "
-        f"`{STORM_FUNCTION} {ctx.options.storm_sleep:g}` jobs to {result.targets} "
+        f"`{STORM_FUNCTION} {ctx.options.job_seconds():g}` jobs to {result.targets} "
         f"minions; every job ended in one outcome ({_describe_outcomes(result)}), "
         f"{_excluded_text(result)} every expected return arrived in "
         f"{result.seconds:.1f}s.",
@@ -289,7 +289,7 @@ def storm_without_limiter(ctx: TourContext) -> Finding:
         plots.returns_over_time(ctx.plot_path("ratelimit-returns.png"), [result, on]),
     ]
     body = [
-        f"{ctx.options.storm_jobs} `{STORM_FUNCTION} {ctx.options.storm_sleep:g}` "
+        f"{ctx.options.storm_jobs} `{STORM_FUNCTION} {ctx.options.job_seconds():g}` "
         f"jobs at once to {result.targets} simulated minions that run {slots} jobs "
         "at a time "
         f"(more wait on the minion); meanwhile `test.ping` to "

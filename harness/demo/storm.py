@@ -18,7 +18,7 @@ from harness.demo.registry import ScenarioFailed
 from harness.events import Event
 from harness.ratelimit import OUTCOMES, job_event
 
-#: what every storm job runs (for ``storm_sleep`` seconds): the simulated
+#: what every storm job runs (for ``DemoOptions.job_seconds()``): the simulated
 #: minions run it in a job slot like any job; a state run would conflict
 #: with the state runs already going
 STORM_FUNCTION = "test.sleep"
@@ -193,7 +193,7 @@ def run_storm(ctx: TourContext, label: str, *, limited: bool) -> StormResult:
             result.jids = [
                 str(
                     client.cmd_async(
-                        fleet_target(ctx), STORM_FUNCTION, [options.storm_sleep]
+                        fleet_target(ctx), STORM_FUNCTION, [options.job_seconds()]
                     )
                 )
                 for _ in range(options.storm_jobs)

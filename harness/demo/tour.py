@@ -95,6 +95,7 @@ def _facts(stack: Stack, options: DemoOptions, startup: float) -> dict[str, str]
         "minions": f"{real}{options.minions} simulated (evil_minions), "
         f"{options.minion_slots} jobs at once each",
         "start-up": f"{startup:.0f}s until every minion was connected",
+        "this size again": f"`{options.command_line()}`",
     }
 
 
