@@ -138,8 +138,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
-    """Bring the stack up on embedded defaults, run every scenario, report, stop."""
-    _install(session)
+    """The product tour: stack with a fleet, every scenario, a report with plots, stop."""
+    _install(session, "bench")  # matplotlib, for the report's plots
     session.run("python", "-m", "harness", "demo", *session.posargs)
 
 

@@ -94,6 +94,40 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_demo_options(parser: argparse.ArgumentParser) -> None:
+    from harness.demo.options import DEFAULT_REPORT_DIR, DemoOptions
+
+    defaults = DemoOptions()
+    parser.set_defaults(minions=defaults.minions)
+    for action in parser._actions:
+        if action.dest == "minions":  # the stack's option, with the tour's default
+            action.type = argtypes.positive
+            action.help = (
+                f"simulated minions beside the real one (default {defaults.minions}; "
+                "1000 for full scale)"
+            )
+    parser.add_argument(
+        "--storm-jobs",
+        type=argtypes.positive,
+        default=defaults.storm_jobs,
+        help=f"jobs in the rate-limiting storm (default {defaults.storm_jobs})",
+    )
+    parser.add_argument(
+        "--pillar-sample",
+        type=argtypes.positive,
+        default=defaults.pillar_sample,
+        help="simulated minions whose pillar.items is checked against the rows "
+        f"(default {defaults.pillar_sample})",
+    )
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        default=DEFAULT_REPORT_DIR,
+        help=f"where report.md and its plots go (default {DEFAULT_REPORT_DIR}); "
+        "replaced on every run",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
@@ -142,8 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
             f"(python -m harness {command} [--root DIR] ARGS...)",
             add_help=False,
         )
-    p = sub.add_parser("demo", help="start a stack, run every scenario, report, stop")
+    p = sub.add_parser(
+        "demo",
+        help="the product tour: a stack with a fleet, every scenario, a report, stop",
+    )
     _add_stack_options(p)
+    _add_demo_options(p)
 
     p = sub.add_parser(
         "sql", help="run one SQL statement on the running stack's PostgreSQL"
@@ -362,43 +400,23 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``demo``: start a stack, run every scenario, print the report, stop."""
-    from harness import scenarios
-    from harness.stack import Stack
+    """``demo``: the product tour (see :mod:`harness.demo`); exit 1 if a
+    scenario failed."""
+    from harness.demo.options import DemoOptions
+    from harness.demo.tour import check_options, run_tour
 
+    options = DemoOptions(
+        minions=args.minions,
+        storm_jobs=args.storm_jobs,
+        pillar_sample=args.pillar_sample,
+        report_dir=args.report_dir,
+    )
+    check_options(options)
     logs = DEMO_LOGS.resolve()
     shutil.rmtree(logs, ignore_errors=True)
-    settings = _settings(args, ext_pillar=scenarios.PROBE_EXT_PILLAR, logs_dir=logs)
-    print("starting PostgreSQL, salt-master and a salt-minion ...", flush=True)
-    with Stack(settings) as stack:
-        facts = _facts(stack)
-        print(
-            f"stack up in {stack.root}; running {len(scenarios.SCENARIOS)} scenarios",
-            flush=True,
-        )
-        results = scenarios.run_all(stack)
-        started = len(stack.pids())
-    print(scenarios.render_report(results, facts))
-    print(f"\n  stopped everything the demo started ({started} processes)")
-    print(f"  logs: {logs}")
-    return 0 if all(r.ok for r in results) else 1
-
-
-def _facts(stack: Stack) -> dict[str, str]:
-    import salt.version
-
-    from harness.postgres import check_reachable
-
-    assert stack.master is not None and stack.pg is not None, "the stack is started"
-    master = stack.master.settings
-    pg = stack.pg
-    where = f"embedded, {stack.postgres.bin_dir}" if stack.postgres else "external"
-    return {
-        "salt": f"{salt.version.__version__} (patched tree)",
-        "postgres": f"{check_reachable(pg)} at {pg.host}:{pg.port}/{pg.dbname} ({where})",
-        "master": f"127.0.0.1 publish {master.publish_port}, ret {master.ret_port}, "
-        f"{master.worker_threads} workers",
-    }
+    code = run_tour(options, _settings(args, logs_dir=logs))
+    print(f"logs: {logs}")
+    return code
 
 
 def cmd_sql(args: argparse.Namespace) -> int:

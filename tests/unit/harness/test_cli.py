@@ -15,6 +15,8 @@ from harness.cli import main
         (["up", "--ret-port", "70000"], "port out of range"),
         (["up", "--publish-port", "abc"], "not a port number"),
         (["demo", "--worker-threads", "0"], "must be at least 1"),
+        (["demo", "--minions", "0"], "must be at least 1"),
+        (["demo", "--storm-jobs", "x"], "not a whole number"),
         (["launch"], "invalid choice"),
     ],
 )

@@ -1,0 +1,67 @@
+"""What every scenario of the tour gets: the running stack, the options,
+where plots go, and what earlier scenarios left for later ones."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.demo.options import DemoOptions
+from harness.demo.registry import ScenarioFailed
+from harness.pillar.model import FleetPillars
+from harness.stack import Stack
+
+if TYPE_CHECKING:
+    from harness.demo.storm import StormResult
+
+
+@dataclass
+class TourContext:
+    """The stack under the tour and the tour's shared state."""
+
+    stack: Stack
+    options: DemoOptions
+    report_dir: Path
+    #: the pillar rows the pillar scenario stored (None before it ran)
+    pillars: FleetPillars | None = None
+    #: master options the tour set on top of the stack's, by name
+    master_changes: dict[str, Any] = field(default_factory=dict)
+    #: storms run so far, by label ("on", "off")
+    storms: dict[str, StormResult] = field(default_factory=dict)
+
+    @property
+    def fleet_ids(self) -> list[str]:
+        """The simulated minions' ids."""
+        if self.stack.fleet is None:
+            raise ScenarioFailed("the stack has no simulated minions")
+        return self.stack.fleet.ids
+
+    @property
+    def real_minion(self) -> str | None:
+        """The real salt-minion's id, or None when the stack has none."""
+        return self.stack.settings.minion_id if self.stack.minion else None
+
+    def all_minions(self) -> list[str]:
+        """The real minion (if any) and every simulated one."""
+        real = [self.real_minion] if self.real_minion else []
+        return real + self.fleet_ids
+
+    def plot_path(self, name: str) -> Path:
+        """Where a plot named ``name`` (``ratelimit-ping.png``) is written."""
+        return self.report_dir / name
+
+
+def wait_until(
+    predicate: Callable[[], Any], *, timeout: float, interval: float = 0.5
+) -> Any:
+    """``predicate()``'s first true value within ``timeout`` seconds, else its
+    last (false) value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
