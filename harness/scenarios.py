@@ -1,4 +1,6 @@
-"""The scenarios the demo runs against a live stack, and their report.
+"""Three quick checks of a live stack (a ping, a grain, a pillar read through
+the patched postgres ext_pillar) and their report: the stack's own smoke test
+(the demo's tour lives in :mod:`harness.demo`).
 
 Each scenario is a function of the stack that returns a one-line detail on
 success and raises :class:`ScenarioFailed` otherwise. The list grows with the
