@@ -47,7 +47,7 @@ def _main(argv: Sequence[str] | None) -> int:
         default=100,
         help="minions with accepted keys and cached grains but no process",
     )
-    p.add_argument("--timeout", type=positive, default=5)
+    p.add_argument("--timeout", type=positive, default=15)
     p.add_argument(
         "--no-live", action="store_true", help="skip the part that starts a stack"
     )

@@ -345,7 +345,7 @@ def run(
     rounds: int = 5,
     running: int = 900,
     stopped: int = 100,
-    timeout: int = 5,
+    timeout: int = 15,
     live: bool = True,
 ) -> Path:
     """Measure, write ``results/query.md`` (and ``.json``), return its path."""
