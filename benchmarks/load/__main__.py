@@ -188,7 +188,16 @@ def _main(argv: Sequence[str] | None) -> int:
         api_host=args.api_host,
         name=args.name,
         workdir=args.workdir.resolve() if args.workdir else None,
-        command="nox -s load -- " + run.quoted(sys.argv[1:] if argv is None else argv),
+        command=" ".join(
+            [
+                "nox -s load",
+                *(
+                    ["--", run.quoted(words)]
+                    if (words := list(sys.argv[1:] if argv is None else argv))
+                    else []
+                ),
+            ]
+        ),
     )
     path = run.run(settings)
     print(path.read_text())

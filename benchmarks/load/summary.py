@@ -273,6 +273,41 @@ class ReportContext:
     plot: str | None = None
 
 
+PRESENCE = "local test.ping [presence]"
+#: the issue's goal: presence-check p99 with the limiter on <= this x off
+PRESENCE_GOAL = 0.3
+
+
+def goal_lines(runs: Sequence[VariantRun]) -> list[str]:
+    """The goals (limiter on against off, this run), each with its verdict."""
+    by_name = {run.name: run for run in runs}
+    if not {"off", "on"} <= set(by_name):
+        return ["- goals compare limiter on with off: run both variants"]
+    on, off = by_name["on"], by_name["off"]
+    other = {k: n for k, n in on.locust.failures.items() if k != "overloaded"}
+    lines = [
+        f"- with the limiter on, no failures but explicit 503s: "
+        f"{sum(other.values())} others ("
+        + (", ".join(f"{k} {n}" for k, n in sorted(other.items())) or "none")
+        + f"): {'met' if not other else 'NOT met'}"
+    ]
+    p99 = {
+        run.name: next(
+            (e.p99 for e in run.locust.endpoints if e.name == PRESENCE), None
+        )
+        for run in (on, off)
+    }
+    if p99["on"] is None or not p99["off"]:
+        return [*lines, "- presence-check p99: no presence checks in one variant"]
+    ratio = p99["on"] / p99["off"]
+    verdict = "met" if ratio <= PRESENCE_GOAL else "NOT met"
+    return [
+        *lines,
+        f"- presence-check p99 through salt-api, on <= {PRESENCE_GOAL}x off: "
+        f"{p99['on']:.0f} ms vs {p99['off']:.0f} ms = {ratio:.2f}x: {verdict}",
+    ]
+
+
 def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
     """The whole Markdown report."""
     parts = [
@@ -312,6 +347,7 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
         "LocalClient.",
         cost_table(runs),
     ]
+    parts += ["## Goals", "\n".join(goal_lines(runs))]
     reports = [f"`{run.html_report}`" for run in runs if run.html_report]
     if reports:
         parts.append("Locust's own HTML reports: " + ", ".join(reports) + ".")

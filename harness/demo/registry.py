@@ -152,7 +152,9 @@ class Registry:
     def without_scenario(self) -> list[Capability]:
         """Pending capabilities whose module exists but no scenario shows them."""
         sections = {s.section.lower() for s in self.scenarios}
-        return [c for c in self.pending if c.present() and c.name not in sections]
+        return [
+            c for c in self.pending if c.present() and c.name.lower() not in sections
+        ]
 
 
 def run_scenario(

@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.demo import fleet, interfaces, pillar, ratelimit
+from harness.demo import fleet, interfaces, pillar, query, ratelimit, saltapi
 from harness.demo.context import TourContext
 from harness.demo.options import DemoOptions, storm_limits
 from harness.demo.registry import (
@@ -21,13 +21,14 @@ from harness.demo.registry import (
 from harness.demo.report import REPORT_FILE, TourRecord, render_summary, write_report
 from harness.errors import HarnessError
 from harness.fleet import FleetConfig
+from harness.saltapi import ApiSettings
 from harness.stack import Stack, StackSettings
 
 
 def build_registry() -> Registry:
     """Every scenario of the tour, in the order it runs."""
     registry = Registry()
-    for section in (fleet, pillar, ratelimit, interfaces):
+    for section in (fleet, pillar, ratelimit, query, saltapi, interfaces):
         section.register(registry)
     return registry
 
@@ -74,6 +75,7 @@ def tour_settings(options: DemoOptions, settings: StackSettings) -> StackSetting
         settings,
         fleet=fleet_config,
         ext_pillar=pillar.EXT_PILLAR,
+        api=settings.api or ApiSettings(),
         master_opts={**settings.master_opts, **limits.master_options()},
     )
 

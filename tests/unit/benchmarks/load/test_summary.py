@@ -206,3 +206,31 @@ def test_where_the_locust_master_listens():
     assert LocustWorkers(local=1, remote=2).describe() == (
         "a locust master and 1 worker(s) on loopback and 2 on other machines"
     )
+
+
+def _goal_run(name: str, p99: float, failures: dict[str, int]) -> VariantRun:
+    from benchmarks.load.summary import PRESENCE, EndpointStats, LocustResult
+
+    presence = EndpointStats("POST", PRESENCE, 10, 0, 1.0, p99 / 2, p99, p99, 0.0)
+    return VariantRun(name, name, LocustResult([presence], None, failures, {}, []))
+
+
+def test_goals_compare_limiter_on_with_off() -> None:
+    from benchmarks.load.summary import goal_lines
+
+    met = goal_lines(
+        [
+            _goal_run("off", 10000, {"timeout": 3}),
+            _goal_run("on", 2000, {"overloaded": 5}),
+        ]
+    )
+    assert met == [
+        "- with the limiter on, no failures but explicit 503s: 0 others (none): met",
+        "- presence-check p99 through salt-api, on <= 0.3x off: "
+        "2000 ms vs 10000 ms = 0.20x: met",
+    ]
+    missed = goal_lines(
+        [_goal_run("off", 10000, {}), _goal_run("on", 9000, {"timeout": 2})]
+    )
+    assert missed[0].endswith("2 others (timeout 2): NOT met")
+    assert missed[1].endswith("= 0.90x: NOT met")
