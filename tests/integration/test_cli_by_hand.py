@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from harness.master import salt_script
+from harness.processes import stop_process_tree
 from tests.conftest import alive, run_cli
 
 pytestmark = pytest.mark.integration
@@ -41,7 +42,7 @@ def stack_root(open_tmp):
         if (root / "stack.json").exists():
             run_cli("down", "--root", str(root))
         for pid in alive(started):
-            psutil.Process(pid).kill()
+            stop_process_tree(pid)
 
 
 def test_salt_commands_run_against_the_stack(stack_root: Path) -> None:
@@ -89,10 +90,11 @@ def test_restart_keeps_status_and_down_true(stack_root: Path, tmp_path: Path) ->
 
 
 def test_down_says_when_nothing_was_running(stack_root: Path) -> None:
+    # every daemon gone (with the workers it forked), the record still there
     pids = _all_pids(stack_root)
     for pid in pids:
-        psutil.Process(pid).kill()
-    psutil.wait_procs([psutil.Process(p) for p in alive(pids)], timeout=30)
+        stop_process_tree(pid)
+    assert alive(pids) == []
     down = run_cli("down", "--root", str(stack_root))
     assert down.returncode == 0
     assert "nothing was running" in down.stdout
