@@ -27,6 +27,7 @@ maps it to does not hide it among the server errors.
 from __future__ import annotations
 
 import enum
+import json
 import re
 from collections.abc import Iterable
 
@@ -76,6 +77,32 @@ def classify(status: int, text: str, error: object = None) -> FailureKind | None
     if status >= 400:
         return FailureKind.CLIENT_ERROR
     return None
+
+
+_EXCEPTION_LINE = re.compile(
+    r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Timeout)\b.*)$", re.M
+)
+
+
+def server_error_cause(text: str, limit: int = 120) -> str:
+    """What broke behind a ``500``: the last exception line of the traceback
+    salt-api puts in its JSON body's ``return`` (``SaltClientError: ...``),
+    cut to ``limit`` characters; empty if the body names none.
+
+    Locust groups failures by their text, so the cause makes each distinct
+    error its own row in the failures CSV instead of one "HTTP 500".
+    """
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = text
+    if isinstance(body, dict):
+        body = body.get("return", "")
+    found = _EXCEPTION_LINE.findall(body if isinstance(body, str) else "")
+    if not found:
+        return ""
+    line = " ".join(found[-1].split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def missing_minions(targeted: Iterable[str], returned: object) -> list[str]:

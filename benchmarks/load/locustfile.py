@@ -36,7 +36,12 @@ from typing import Any
 from locust import HttpUser, LoadTestShape, between, constant, events, task
 from locust.clients import ResponseContextManager
 
-from benchmarks.load.failures import FailureKind, classify, missing_minions
+from benchmarks.load.failures import (
+    FailureKind,
+    classify,
+    missing_minions,
+    server_error_cause,
+)
 from benchmarks.load.shape import LoadProfile
 from benchmarks.load.traffic import (
     CONSOLE_THINK_S,
@@ -191,6 +196,9 @@ class SaltApiUser(HttpUser):
             detail = f"HTTP {status}" if status else type(response.error).__name__
             if kind is FailureKind.OVERLOADED:
                 detail += " master overloaded, retry later"
+            if kind is FailureKind.SERVER_ERROR:
+                cause = server_error_cause(response.text or "")
+                detail += f" ({cause})" if cause else ""
             if kind is FailureKind.AUTH:
                 self.token = None  # log in again before the next request
             response.failure(kind.message(detail))

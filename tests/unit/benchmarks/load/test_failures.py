@@ -3,6 +3,8 @@ timeouts and server errors, whatever status code carries it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from benchmarks.load.failures import (
@@ -10,6 +12,7 @@ from benchmarks.load.failures import (
     classify,
     kind_of_error,
     missing_minions,
+    server_error_cause,
 )
 
 OVERLOADED_PAGE = (
@@ -72,3 +75,20 @@ def test_missing_minions_of_a_local_return():
     assert missing_minions(["a", "b", "c"], {"a": True, "c": True}) == ["b"]
     assert missing_minions(["a"], "Minion did not return") == ["a"]
     assert missing_minions([], {}) == []
+
+
+def test_a_server_error_names_the_exception_salt_api_reported():
+    body = json.dumps(
+        {
+            "status": 500,
+            "return": "Traceback (most recent call last):\n"
+            '  File "salt/netapi/__init__.py", line 183, in run\n'
+            "    return l_fun(*args)\n"
+            "salt.exceptions.SaltClientError: Could not connect to the master\n",
+        }
+    )
+    assert server_error_cause(body) == (
+        "salt.exceptions.SaltClientError: Could not connect to the master"
+    )
+    assert server_error_cause("<html>Internal Server Error</html>") == ""
+    assert len(server_error_cause("KeyError: " + "x" * 500)) == 120
