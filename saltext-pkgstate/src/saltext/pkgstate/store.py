@@ -29,6 +29,7 @@ from typing import Any, Final
 import psycopg2
 import psycopg2.extensions
 import psycopg2.extras
+
 from saltext.pkgstate.model import (
     MINION_STATE_PREFIX,
     Entry,
