@@ -121,5 +121,21 @@ def test_hold_value_by_provider() -> None:
     assert hold_value(None) == "unsupported by unknown"
 
 
-def test_entries_are_parsed_entries() -> None:
-    assert _rev("s", "nginx>=1").entries["nginx"] == parse_entry("nginx>=1")
+def test_rows_and_entries_give_the_same_revision() -> None:
+    from_entries = _rev("s", "nginx>=1", "curl", "bash=2")
+    from_rows = StateRevision(
+        "s",
+        1,
+        rows=[
+            ("nginx", "installed", ">=", "1"),
+            ("curl", "installed", None, None),
+            ("bash", "installed", "=", "2"),
+        ],
+    )
+    assert from_rows.packages == from_entries.packages
+    assert from_rows.lines == from_entries.lines
+    assert from_rows.packages_for(True) == from_entries.packages_for(True)
+    assert from_entries.packages["nginx"] == {
+        **parse_entry("nginx>=1").as_dict(),
+        "decided_by": "s",
+    }
