@@ -1105,15 +1105,6 @@ def _assignment_from_row(row: Sequence[Any]) -> Assignment:
     return Assignment(aid, name, Scope.MINION, minion, created)
 
 
-def minion_ids_of(states: Iterable[str]) -> list[str]:
-    """Minion ids of the implicit states among ``states``."""
-    return [
-        s[len(MINION_STATE_PREFIX) :]
-        for s in states
-        if s.startswith(MINION_STATE_PREFIX)
-    ]
-
-
 __all__ = [
     "CONSISTENT",
     "INCONSISTENT",
