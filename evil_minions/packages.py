@@ -209,6 +209,7 @@ class PackageSet:
         "_bumps",
         "_changed_at",
         "_generation",
+        "_held",
         "_minion_id",
         "_removed",
         "_size",
@@ -225,6 +226,7 @@ class PackageSet:
         self._bumps: dict[str, int] = {}
         self._removed: set[str] = set()
         self._added: set[str] = set()
+        self._held: set[str] = set()
         self._generation = 0
         self._changed_at = 0.0
 
@@ -270,6 +272,14 @@ class PackageSet:
     def installed(self) -> dict[str, str]:
         """``{name: version}`` of the installed packages."""
         return {name: self._version(name) for name in self.names()}
+
+    def is_held(self, name: str) -> bool:
+        """Whether ``name`` is held (locked at its version) by ``pkg.held``."""
+        return name in self._held
+
+    def hold(self, names: Iterable[str]) -> None:
+        """Hold ``names`` at their installed versions."""
+        self._held.update(names)
 
     # -- repositories --------------------------------------------------------------
 
@@ -337,6 +347,7 @@ class PackageSet:
                 self._added.add(name)
         for name in removals:
             self._bumps.pop(name, None)
+            self._held.discard(name)
             if name in base:
                 self._removed.add(name)
             else:

@@ -22,6 +22,10 @@ absent ``op`` version      ``pkg.removed``      removed if the installed version
                                                 meets the spec
 =========================  ===================  ===============================
 
+An exact version whose entry says ``hold: true`` (the provider supports
+holds) adds a ``pkg.held`` state ``pkgstate-held-<name>``, as the shipped SLS
+renders it.
+
 With ``test=True`` nothing changes; results are ``None`` where something
 would change and ``changes`` say what, as Salt reports a dry run.
 
@@ -98,7 +102,8 @@ def apply_package_states(
     run: dict[str, dict[str, Any]] = {}
     install: dict[str, str] = {}
     remove: list[str] = []
-    for index, name in enumerate(sorted(entries)):
+    hold: list[str] = []
+    for name in sorted(entries):
         entry = entries[name]
         policy = str(entry.get("policy", ""))
         outcome = _decide(packages, installed, name, entry, test)
@@ -106,23 +111,63 @@ def apply_package_states(
             install[name] = outcome.install
         if outcome.remove:
             remove.append(name)
-        sid = state_id(policy, name)
-        function = STATE_FUNCTIONS.get(policy, policy or "installed")
-        run[state_key("pkg", sid, name, function)] = {
-            "__id__": sid,
-            "__run_num__": first_run_num + index,
-            "__sls__": SLS,
-            "changes": outcome.changes,
-            "comment": outcome.comment,
-            "duration": millis,
-            "name": name,
-            "result": outcome.result,
-            "start_time": clock.strftime("%H:%M:%S.%f"),
-        }
-        clock += datetime.timedelta(milliseconds=millis)
+        chunks = [(policy, STATE_FUNCTIONS.get(policy, policy or "installed"), outcome)]
+        if _holds(entry) and outcome.result is not False:
+            held = _held(packages, name, test)
+            hold += [name] if held.changes else []
+            chunks.append(("held", "held", held))
+        for kind, function, result in chunks:
+            run[_chunk_key(kind, function, name)] = _chunk(
+                kind, name, result, first_run_num + len(run), millis, clock
+            )
+            clock += datetime.timedelta(milliseconds=millis)
     if not test:
         packages.update(install, remove)
+        packages.hold(hold)
     return run
+
+
+def _holds(entry: Mapping[str, Any]) -> bool:
+    return (
+        entry.get("hold") is True
+        and entry.get("policy") == "installed"
+        and entry.get("op") in ("=", "==")
+    )
+
+
+def _held(packages: PackageSet, name: str, test: bool) -> _Outcome:
+    if packages.is_held(name):
+        return _Outcome(True, f"Package {name} is already set to be held.")
+    changes = {name: {"new": "hold", "old": ""}}
+    if test:
+        return _Outcome(None, f"Package {name} is set to be held.", changes)
+    return _Outcome(True, f"Package {name} is now being held.", changes)
+
+
+def _chunk_key(kind: str, function: str, name: str) -> str:
+    return state_key("pkg", state_id(kind, name), name, function)
+
+
+def _chunk(
+    kind: str,
+    name: str,
+    outcome: _Outcome,
+    run_num: int,
+    millis: float,
+    clock: datetime.datetime,
+) -> dict[str, Any]:
+    sid = state_id(kind, name)
+    return {
+        "__id__": sid,
+        "__run_num__": run_num,
+        "__sls__": SLS,
+        "changes": outcome.changes,
+        "comment": outcome.comment,
+        "duration": millis,
+        "name": name,
+        "result": outcome.result,
+        "start_time": clock.strftime("%H:%M:%S.%f"),
+    }
 
 
 def _decide(

@@ -246,3 +246,28 @@ def test_pkg_queries_follow_the_repositories():
     assert set(call("pkg.list_repo_pkgs", "lib*")) <= {
         n for n in repo if n.startswith("lib")
     }
+
+
+def test_exact_version_with_hold_adds_a_held_state_once(pkgs):
+    name = pkgs.names()[8]
+    entry = {
+        name: {
+            "policy": "installed",
+            "op": "=",
+            "version": pkgs.installed()[name],
+            "hold": True,
+        }
+    }
+    held_key = f"pkg_|-pkgstate-held-{name}_|-{name}_|-held"
+    dry = apply_package_states(pkgs, entry, test=True)
+    assert dry[held_key]["result"] is None and not pkgs.is_held(name)
+    first = apply_package_states(pkgs, entry)
+    assert first[held_key]["changes"] == {name: {"new": "hold", "old": ""}}
+    assert first[held_key]["__run_num__"] == 1 and pkgs.is_held(name)
+    again = apply_package_states(pkgs, entry)
+    assert again[held_key]["changes"] == {}
+    # a provider without holds: the pillar says why, no held state
+    unsupported = dict(entry[name], hold="unsupported by pacman")
+    assert list(apply_package_states(pkgs, {name: unsupported})) == [
+        _key("installed", name)
+    ]
