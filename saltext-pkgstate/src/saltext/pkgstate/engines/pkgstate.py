@@ -214,7 +214,8 @@ class InventoryTracker:
             self.request_inventory(minion_id)
         if not all(ok for ok, _ in ran.values()):
             return
-        resolved = self.store.resolve(minion_id, self.grains(minion_id))
+        grains = self.grains(minion_id)
+        resolved = self.store.resolve(minion_id, grains)
         if set(ran) != master.state_ids(resolved):
             log.info(
                 "pkgstate engine: %s applied a package state that is not its "
@@ -222,7 +223,7 @@ class InventoryTracker:
                 minion_id,
             )
             return
-        self.store.record_applied(minion_id, resolved, jid)
+        self.store.record_applied(minion_id, resolved, jid, grains)
         log.debug(
             "pkgstate engine: %s applied digest %s", minion_id, resolved["digest"]
         )
