@@ -192,6 +192,12 @@ def render(
             ],
         ),
         "",
+        "Ours is a full `salt.pillar.Pillar(...).compile_pillar()` per minion "
+        "(loader set-up, ext_pillar, merge): what the master does for every "
+        "`_pillar` request. The baseline counts only reading the file and "
+        "loading its YAML, not the master's file-server and state-compiler "
+        "steps that a real render of `packages-<minion>.sls` adds.",
+        "",
         *_highstate_lines(highstate, opts),
         "## Goals",
         "",
