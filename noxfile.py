@@ -29,6 +29,8 @@ nox.options.error_on_missing_interpreters = True
 PYTHON = "3.11"
 ROOT = Path(__file__).resolve().parent
 SALT_SRC = ROOT / "salt" / "src"
+# the package-states Salt extension, found by the master through its entry point
+SALTEXT = ROOT / "saltext-pkgstate"
 # Running upstream's tests: their own conftest, not this project's pytest config.
 SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprovider"]
 
@@ -51,11 +53,13 @@ def _vendor_args(session: nox.Session) -> list[str]:
 
 
 def _install(session: nox.Session, *extras: str) -> None:
-    """Install the project and the patched Salt wheel (rebuilt per salt/src commit).
+    """Install the project, its Salt extension (saltext-pkgstate) and the
+    patched Salt wheel (rebuilt per salt/src commit).
 
     pip runs only when something it installs changed: the wheel (a new
-    salt/src commit), the extras asked for, or pyproject.toml. The project is
-    installed editable, so a change to its code needs no reinstall, and
+    salt/src commit), the extras asked for, or a pyproject.toml. The project
+    and the extension are installed editable, so a change to their code needs
+    no reinstall, and
     ``nox -s harness -- status`` answers in about a second.
     """
     _vendor(session)
@@ -67,13 +71,18 @@ def _install(session: nox.Session, *extras: str) -> None:
     )
     wheel_path = str(wheel).strip().splitlines()[-1]
     wanted = "\n".join(
-        [wheel_path, ",".join(sorted(extras)), _digest(ROOT / "pyproject.toml")]
+        [
+            wheel_path,
+            ",".join(sorted(extras)),
+            _digest(ROOT / "pyproject.toml"),
+            _digest(SALTEXT / "pyproject.toml"),
+        ]
     )
     marker = Path(session.virtualenv.location) / "saltfleet-installed"
     if marker.exists() and marker.read_text() == wanted:
         return
     spec = f".[{','.join(extras)}]" if extras else "."
-    session.install(wheel_path, "-e", spec)
+    session.install(wheel_path, "-e", spec, "-e", str(SALTEXT))
     # Same version number as the index's salt: force the patched build in.
     session.install("--no-deps", "--force-reinstall", wheel_path)
     marker.write_text(wanted)

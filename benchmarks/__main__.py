@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.names import BENCHMARKS
+from benchmarks.pkgstates import options as pkgstates_options
 from benchmarks.storm import options as storm_options
 from harness.argtypes import positive
 from harness.entrypoint import run_harness_cli
@@ -51,7 +52,14 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument(
         "--no-live", action="store_true", help="skip the part that starts a stack"
     )
+    p = sub.add_parser("pkgstates", help=BENCHMARKS["pkgstates"])
+    pkgstates_options.add_arguments(p)
     args = parser.parse_args(argv)
+    if args.name == "pkgstates":
+        try:
+            args.pkgstates = pkgstates_options.from_args(args)
+        except argparse.ArgumentTypeError as exc:
+            p.error(str(exc))
     path = _run(args)
     print(path.read_text())
     print(f"report: {path}")
@@ -81,6 +89,10 @@ def _run(args: argparse.Namespace) -> Path:
             timeout=args.timeout,
             live=not args.no_live,
         )
+    elif args.name == "pkgstates":
+        from benchmarks.pkgstates import run as pkgstates
+
+        path = pkgstates.run(args.pkgstates)
     elif args.name == "interfaces":
         from benchmarks import interfaces_load
 

@@ -16,6 +16,7 @@ BENCHMARKS: Final = {
     "interfaces": "loading all execution modules, interfaces on vs off",
     "storm": "a storm of jobs, rate limiting off vs on",
     "query": "query runner vs cache.grains; names; live",
+    "pkgstates": "package states: PostgreSQL + ext_pillar vs per-minion SLS files",
 }
 
 

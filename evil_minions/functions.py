@@ -27,9 +27,11 @@ from typing import Any, Final, Protocol
 from evil_minions.config import TimingModel
 from evil_minions.grains import SALT_VERSION
 from evil_minions.jobs import JobTracker
-from evil_minions.packages import PackageSet
+from evil_minions.packages import PackageSet, compare_versions
+from evil_minions.pkgstates import SLS as PKGSTATE_SLS
+from evil_minions.pkgstates import apply_package_states, managed_packages
 from evil_minions.replay import ReplayStore, split_publication_args
-from evil_minions.states import synthetic_state_run
+from evil_minions.states import split_mods, synthetic_state_run
 
 log = logging.getLogger(__name__)
 
@@ -270,18 +272,40 @@ class SimulatedFunctions:
             if conflict:
                 self.retcode = EX_STATE_COMPILER_ERROR
                 return conflict
+        sls_names = split_mods(mods)
+        entries: dict[str, Any] = {}
+        if not sls_names or PKGSTATE_SLS in sls_names:
+            # As a real highstate or state.sls: the pillar is compiled afresh
+            # by the master, so a saved package state is seen at once.
+            pillar = await self.minion.fetch_pillar(
+                pillarenv=kwargs.get("pillarenv"),
+                saltenv=kwargs.get("saltenv"),
+                pillar_override=kwargs.get("pillar"),
+            )
+            entries = managed_packages(pillar)
         duration = self.runtime.timing.state_run_duration(
             self.runtime.rng, self.runtime.slowdown
         )
         await asyncio.sleep(duration)
-        return synthetic_state_run(
-            mods=mods,
-            count=self.runtime.state_count,
-            duration=duration,
-            package_names=self.minion.packages.names()[:20],
-            rng=self.runtime.rng,
-            test=_is_true(kwargs.get("test")),
-        )
+        test = _is_true(kwargs.get("test"))
+        others = [m for m in sls_names if m != PKGSTATE_SLS]
+        run: dict[str, Any] = {}
+        if others or not sls_names:
+            run = synthetic_state_run(
+                mods=others,
+                count=self.runtime.state_count,
+                duration=duration,
+                package_names=self.minion.packages.names()[:20],
+                rng=self.runtime.rng,
+                test=test,
+            )
+        if entries:
+            run.update(
+                apply_package_states(
+                    self.minion.packages, entries, test=test, first_run_num=len(run)
+                )
+            )
+        return run
 
     def _state_conflict(self, jid: str) -> list[str]:
         import salt.utils.jid
@@ -305,6 +329,52 @@ class SimulatedFunctions:
         return self.minion.packages.list_pkgs(
             versions_as_list=_is_true(versions_as_list)
         )
+
+    async def pkg_version(self, *names: Any, **kwargs: Any) -> str | dict[str, str]:
+        """pkg.version: installed version of each name ('' if not installed)."""
+        installed = self.minion.packages.installed()
+        found = {str(n): installed.get(str(n), "") for n in names}
+        return found[str(names[0])] if len(names) == 1 else found
+
+    async def pkg_latest_version(
+        self, *names: Any, **kwargs: Any
+    ) -> str | dict[str, str]:
+        """pkg.latest_version: the candidate newer than what is installed, else ''."""
+        packages = self.minion.packages
+        installed = packages.installed()
+        found = {}
+        for name in map(str, names):
+            candidate = packages.candidate(name)
+            current = installed.get(name)
+            newer = candidate is not None and (
+                current is None or compare_versions(candidate, current) > 0
+            )
+            found[name] = candidate if newer and candidate else ""
+        return found[str(names[0])] if len(names) == 1 else found
+
+    async def pkg_list_upgrades(
+        self, refresh: Any = True, **kwargs: Any
+    ) -> dict[str, str]:
+        """pkg.list_upgrades: ``{name: candidate}`` of the installed packages with one."""
+        packages = self.minion.packages
+        upgrades = {}
+        for name, current in packages.installed().items():
+            candidate = packages.candidate(name)
+            if candidate is not None and compare_versions(candidate, current) > 0:
+                upgrades[name] = candidate
+        return upgrades
+
+    async def pkg_list_repo_pkgs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """pkg.list_repo_pkgs: ``{name: [versions, newest first]}`` in the repositories."""
+        import fnmatch
+
+        packages = self.minion.packages
+        patterns = [str(a) for a in args]
+        return {
+            name: packages.repo_versions(name)[::-1]
+            for name in packages.catalog()
+            if not patterns or any(fnmatch.fnmatch(name, p) for p in patterns)
+        }
 
     async def cmd_run(self, cmd: Any, **kwargs: Any) -> str:
         """cmd.run: the output of a few well-known commands, else nothing."""
@@ -367,6 +437,11 @@ FUNCTIONS: Final[dict[str, Callable[[SimulatedFunctions], FunctionImpl]]] = {
     "state.highstate": lambda f: f.state_highstate,
     "state.sls": lambda f: f.state_sls,
     "pkg.list_pkgs": lambda f: f.pkg_list_pkgs,
+    "pkg.version": lambda f: f.pkg_version,
+    "pkg.latest_version": lambda f: f.pkg_latest_version,
+    "pkg.available_version": lambda f: f.pkg_latest_version,
+    "pkg.list_upgrades": lambda f: f.pkg_list_upgrades,
+    "pkg.list_repo_pkgs": lambda f: f.pkg_list_repo_pkgs,
     "cmd.run": lambda f: f.cmd_run,
 }
 

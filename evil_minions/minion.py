@@ -371,14 +371,17 @@ class SimulatedMinion:
         """
         Fire ``salt/beacon/<id>/pkgset/changed``, after changing ``packages`` packages.
 
+        The data is the ``pkgset`` beacon's: the package-manager cookie's path
+        and line (``<md5> <unix time>``), which changes with the package set.
         Returns the names of the changed packages.
         """
         changed: list[str] = []
         if change_packages:
             changed = self.packages.change(self._ctx.runtime.rng, packages)
+        cookie, value = self.packages.cookie()
         event = {
             "tag": f"salt/beacon/{self.minion_id}/pkgset/changed",
-            "data": {"id": self.minion_id},
+            "data": {"cookie": cookie, "value": value, "id": self.minion_id},
             "beacon_name": "pkgset",
         }
         await self._fire_master(events=[event])

@@ -33,12 +33,17 @@ _FILES: Final = (
 _SERVICES: Final = ("sshd", "chronyd", "salt-minion", "cron")
 
 
-def _split(mods: str | Sequence[str] | None) -> list[str]:
+def split_mods(mods: str | Sequence[str] | None) -> list[str]:
+    """The SLS names of ``mods`` (``"a,b"`` or a list); ``[]`` means a highstate."""
     if not mods:
-        return list(HIGHSTATE_SLS)
+        return []
     if isinstance(mods, str):
-        return [m.strip() for m in mods.split(",") if m.strip()] or list(HIGHSTATE_SLS)
+        return [m.strip() for m in mods.split(",") if m.strip()]
     return [str(m) for m in mods]
+
+
+def _split(mods: str | Sequence[str] | None) -> list[str]:
+    return split_mods(mods) or list(HIGHSTATE_SLS)
 
 
 def state_key(module: str, state_id: str, name: str, function: str) -> str:

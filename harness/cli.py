@@ -85,6 +85,12 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
         help="YAML mapping of extra master options (applied last)",
     )
     parser.add_argument(
+        "--pkgstates",
+        action="store_true",
+        help="package states: the pkgstate runner, ext_pillar, master_tops and "
+        "engine (saltext.pkgstate) on the stack's PostgreSQL",
+    )
+    parser.add_argument(
         "--api",
         action="store_true",
         help="also start salt-api (rest_cherrypy, no TLS) on loopback",
@@ -286,7 +292,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     """StackSettings fields for ``up``'s --ext-pillar, --rate-limiting,
-    --master-opts and --api; rate-limit limits without --rate-limiting are
+    --master-opts, --api and --pkgstates; rate-limit limits without --rate-limiting are
     refused."""
     from harness.pillar.variants import db_ext_pillar
     from harness.ratelimit import RateLimiting
@@ -312,6 +318,8 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
         extra["ext_pillar"] = db_ext_pillar()
     if args.api or args.api_port is not None:
         extra["api"] = ApiSettings(port=args.api_port)
+    if args.pkgstates:
+        extra["pkgstates"] = True
     return extra
 
 

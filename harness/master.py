@@ -134,6 +134,8 @@ class MasterSettings(MasterLayout):
     #: pillar SLS files written under :attr:`pillar_root` before the start,
     #: by name relative to it (``{"top.sls": "base: ..."}``)
     pillar_files: Mapping[str, str] = field(default_factory=dict)
+    #: serve package states (saltext.pkgstate) from :attr:`postgres`
+    pkgstates: bool = False
 
 
 def render_config(
@@ -160,6 +162,10 @@ def render_config(
         opts["postgres"] = settings.postgres.salt_options()
     if settings.ext_pillar:
         opts["ext_pillar"] = settings.ext_pillar
+    if settings.pkgstates:
+        from harness.pkgstates import master_options
+
+        opts.update(master_options(opts, settings.postgres))
     opts.update(settings.extra)
     return opts
 

@@ -83,6 +83,9 @@ class StackSettings:
     #: pillar SLS files placed in the master's pillar root, by relative name
     pillar_files: dict[str, str] = field(default_factory=dict)
     apply_migrations: bool = True
+    #: package states: the saltext.pkgstate runner, ext_pillar, master_tops,
+    #: engine and SLS tree, on the stack's PostgreSQL
+    pkgstates: bool = False
     # salt-api (rest_cherrypy) beside the master; None: no API
     api: ApiSettings | None = None
     # Where the daemons' logs are copied when the stack stops (its root may be
@@ -211,6 +214,7 @@ class Stack:
                 ext_pillar=s.ext_pillar,
                 extra=s.master_opts,
                 pillar_files=s.pillar_files,
+                pkgstates=s.pkgstates,
             ),
             self.listener,
         )
@@ -341,6 +345,7 @@ def fleet_stack(
     pillar_files: Mapping[str, str] | None = None,
     dsn: str | None = None,
     api: ApiSettings | None = None,
+    pkgstates: bool = False,
 ) -> Stack:
     """A stack of ``minions`` simulated minions and no real one, not started.
 
@@ -350,7 +355,8 @@ def fleet_stack(
     harness's key cache unless it names a ``keys_dir``. ``pillar_files`` are
     written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
     points the master at an existing PostgreSQL instead of an embedded one;
-    ``api`` adds salt-api beside the master.
+    ``api`` adds salt-api beside the master; ``pkgstates`` serves package
+    states (:mod:`harness.pkgstates`).
 
     .. code-block:: python
 
@@ -372,5 +378,6 @@ def fleet_stack(
             pillar_files=dict(pillar_files or {}),
             logs_dir=logs_dir,
             api=api,
+            pkgstates=pkgstates,
         )
     )

@@ -15,7 +15,8 @@ from benchmarks.names import BENCHMARKS, unknown_benchmark
 def test_an_unknown_name_is_refused_with_the_valid_choices() -> None:
     message = unknown_benchmark(["nosuchbench", "--minions", "5"])
     assert message == (
-        "unknown benchmark 'nosuchbench': choose from minions, pillar, interfaces, storm, query"
+        "unknown benchmark 'nosuchbench': choose from minions, pillar, interfaces, storm, query, "
+        "pkgstates"
     )
 
 

@@ -133,16 +133,23 @@ def test_beacon_changes_packages_and_fires_pkgset_event(matcher):
         minion, channel, _ = _minion(matcher)
         before = minion.packages.list_pkgs()
         changed = await minion.fire_beacon(packages=2)
+        await minion.fire_beacon(change_packages=False)
         return channel.sent, before, minion.packages.list_pkgs(), changed
 
     sent, before, after, changed = asyncio.run(scenario())
-    assert sent[0]["events"] == [
-        {
-            "tag": "salt/beacon/evil-0001/pkgset/changed",
-            "data": {"id": "evil-0001"},
-            "beacon_name": "pkgset",
-        }
-    ]
+    [event] = sent[0]["events"]
+    assert event["tag"] == "salt/beacon/evil-0001/pkgset/changed"
+    assert event["beacon_name"] == "pkgset"
+    # the pkgset beacon's data: the plugin cookie's path and "<md5> <unix time>"
+    assert event["data"]["id"] == "evil-0001"
+    assert event["data"]["cookie"] in (
+        "/var/cache/salt/minion/rpmdb.cookie",
+        "/var/cache/salt/minion/dpkg.cookie",
+    )
+    checksum, stamp = event["data"]["value"].split(" ")
+    assert len(checksum) == 32 and int(stamp) > 0
+    # no package change, same cookie line
+    assert sent[1]["events"][0]["data"] == event["data"]
     assert len(changed) == 2 and all(before[p] != after[p] for p in changed)
 
 

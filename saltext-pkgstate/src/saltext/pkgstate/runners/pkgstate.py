@@ -1,0 +1,598 @@
+"""
+Manage package states: which packages minions should have, kept in
+PostgreSQL and applied by highstates.
+
+.. versionadded:: 0.1.0
+
+A package state is a named list of entries, one per package; every save is a
+new revision, and nothing is ever edited in place::
+
+    salt-run pkgstate.set web nginx 'openssl>=3.0' curl@latest telnet@removed
+    salt-run pkgstate.assign web group=acme/web
+    salt-run pkgstate.show minion=web1
+    salt-run pkgstate.export minion=web1
+    salt-run pkgstate.history web
+    salt-run pkgstate.rollback web revision=1
+
+Entries: ``nginx`` (installed, any version), ``nginx>=1.20`` (operators
+``<``, ``<=``, ``=``/``==``, ``>=``, ``>``), ``curl@latest``,
+``telnet@removed`` (configuration kept), ``telnet@purged`` (configuration
+removed), ``telnet@absent<2.0`` (removed while the installed version
+matches). On the ``salt-run`` command line ``nginx=1.2`` is read as an
+option: write ``nginx==1.2``, or pass ``packages='{nginx: "1.2"}'``.
+
+Every minion also has its own state ``minion:<id>``, always the most
+specific. Per package, organization states < group states (ascending group
+id) < grain-match states < states assigned to a minion list < the minion's
+own state; ``show minion=<id>`` says which state decided each package.
+
+Bad input (an unknown operator such as ``=>``, an operator with ``latest``, a
+version that does not parse, a package named twice, a missing group, a grain
+match that does not compile) returns ``{"error": ..., "retcode": 1}`` and
+``salt-run`` exits non-zero; nothing stored changes.
+
+Configuration, in the master config:
+
+.. code-block:: yaml
+
+    pkgstate:
+      dsn: "host=db.example.com dbname=salt user=salt"
+"""
+
+import collections
+import logging
+
+import salt.cache
+import salt.client
+import salt.key
+import salt.utils.args
+from salt.exceptions import SaltException, SaltInvocationError
+
+from saltext.pkgstate import master, render
+from saltext.pkgstate.model import (
+    PkgStateError,
+    entries_from_mapping,
+    minion_state_name,
+    parse_entry,
+    validate_revision,
+)
+from saltext.pkgstate.store import PackageStateStore, PkgStateStoreError
+
+log = logging.getLogger(__name__)
+
+__virtualname__ = "pkgstate"
+__func_alias__ = {"import_": "import", "set_": "set"}
+
+LIST_FUNCTION = "pkg.list_pkgs"
+DEFAULT_TIMEOUT = 60
+
+
+def __virtual__():
+    return __virtualname__
+
+
+def _error(message):
+    # "retcode" in the return is what makes salt-run exit non-zero.
+    __context__["retcode"] = 1
+    return {"error": message, "retcode": 1}
+
+
+def _call(action, kwargs):
+    """Run ``action(store)`` on a store that records the caller as author;
+    every bad input or database problem becomes an error return."""
+    # Salt injects the caller (the eauth user through salt-api) as __user__
+    author = globals().get("__user__") or kwargs.get("__pub_user") or None
+    if author == "UNKNOWN":
+        author = None
+    try:
+        with PackageStateStore(master.dsn_from_opts(__opts__), author=author) as store:
+            return action(store)
+    except (PkgStateError, PkgStateStoreError, SaltException) as exc:
+        return _error(str(exc))
+
+
+def _options(kwargs):
+    """The caller's keyword arguments without Salt's ``__pub_*`` ones."""
+    return salt.utils.args.clean_kwargs(**kwargs)
+
+
+def _refuse_options(kwargs):
+    """Refuse keyword arguments the function does not know.
+
+    ``nginx=1.2`` and ``nginx=>1.2`` reach a runner as options (``nginx``);
+    they are read back as entries to say what is wrong with them.
+    """
+    stray = _options(kwargs)
+    for key, value in sorted(stray.items()):
+        text = "{}={}".format(key, value)
+        parse_entry(text)  # raises, naming the entry, e.g. for "=>"
+        raise SaltInvocationError(
+            "{!r} was read as an option, not an entry: on the salt-run command "
+            "line write {}=={} or use packages='{{{}: \"{}\"}}'".format(
+                text, key, value, key, value
+            )
+        )
+
+
+def _entries(entries, packages):
+    """Entries from positional entry strings and ``packages`` (a list of
+    entry strings or a ``{name: spec}`` mapping)."""
+    items = list(entries)
+    if packages is None:
+        pass
+    elif isinstance(packages, dict):
+        items.extend(entries_from_mapping(packages))
+    elif isinstance(packages, (list, tuple)):
+        items.extend(packages)
+    elif isinstance(packages, str):
+        items.extend(p for p in packages.split(",") if p.strip())
+    else:
+        raise SaltInvocationError(
+            "packages must be a list of entries or a mapping of package to "
+            "spec, got {!r}".format(packages)
+        )
+    return validate_revision(items)
+
+
+def _grains(minion_id):
+    """The minion's grains as the master last cached them, or None."""
+    try:
+        return salt.cache.factory(__opts__).fetch("grains", minion_id) or None
+    except Exception as exc:  # pylint: disable=broad-except
+        log.debug("no cached grains for %s: %s", minion_id, exc)
+        return None
+
+
+def _revision(rev):
+    """A stored revision as plain data."""
+    return {
+        "state": rev.state,
+        "revision": rev.revision,
+        "created_at": rev.created_at.isoformat() if rev.created_at else None,
+        "author": rev.author,
+        "comment": rev.comment,
+        "packages": {e.name: str(e) for e in rev.entries},
+    }
+
+
+def _assignment(assignment):
+    return {
+        "state": assignment.state,
+        "scope": assignment.scope.value,
+        "target": assignment.target,
+        "id": assignment.id,
+    }
+
+
+def _number(value, what):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        raise SaltInvocationError("{} must be a revision number, got {!r}".format(what, value))
+    return value
+
+
+def _minion_list(minions):
+    if minions is None:
+        return None
+    if isinstance(minions, str):
+        return [m.strip() for m in minions.split(",") if m.strip()]
+    if isinstance(minions, (list, tuple)):
+        return [str(m) for m in minions]
+    raise SaltInvocationError(
+        "minions must be a list or a comma-separated string, got {!r}".format(minions)
+    )
+
+
+def _state_exists(store, name):
+    try:
+        store.show(name)
+    except PkgStateError:
+        return False
+    return True
+
+
+def set_(name, *entries, packages=None, comment=None, **kwargs):
+    """
+    Save the complete list of entries of a package state as its new
+    revision; a named state that does not exist yet is created.
+
+    Packages left out are no longer managed by the state. The minion's own
+    state is named ``minion:<id>``.
+
+    name
+        The state: ``[a-z0-9][a-z0-9_.-]*`` or ``minion:<minion id>``
+
+    entries
+        Entry strings: ``nginx``, ``'nginx>=1.20'``, ``nginx==1.2``,
+        ``curl@latest``, ``telnet@removed``, ``telnet@purged``,
+        ``'telnet@absent<2.0'``
+
+    packages
+        More entries: a list of entry strings, or a mapping of package name
+        to spec (``{nginx: ">=1.20", curl: latest, vim: null}``)
+
+    comment
+        Stored with the revision
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.set web nginx 'openssl>=3.0' curl@latest telnet@removed
+        salt-run pkgstate.set minion:web1 packages='{vim: null, nano: removed}'
+        salt-run pkgstate.set empty-for-now
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        checked = _entries(entries, packages)
+        if name.startswith("minion:") or _state_exists(store, name):
+            rev = store.save_revision(name, checked, comment=comment)
+        else:
+            rev = store.create_state(name, checked, comment=comment)
+        return _revision(rev)
+
+    return _call(action, kwargs)
+
+
+def update(name, *entries, packages=None, unmanage=None, comment=None, **kwargs):
+    """
+    Change some entries of a package state (a new revision from the current
+    one); the others stay as they are.
+
+    unmanage
+        Packages the state stops managing (a list or ``a,b``)
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.update web 'nginx>=1.22' unmanage=telnet
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        checked = _entries(entries, packages)
+        dropped = _minion_list(unmanage) or []
+        rev = store.update_packages(name, checked, unmanage=dropped, comment=comment)
+        return _revision(rev)
+
+    return _call(action, kwargs)
+
+
+def show(name=None, revision=None, minion=None, **kwargs):
+    """
+    Show a state's current (or given) revision and its assignments, the
+    resolved package state of a minion with the state that decided each
+    package, or, with no argument, every state.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.show web
+        salt-run pkgstate.show web revision=2
+        salt-run pkgstate.show minion=web1
+        salt-run pkgstate.show
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        if name is not None and minion is not None:
+            raise SaltInvocationError("give a state name or minion=<id>, not both")
+        if minion is not None:
+            if revision is not None:
+                raise SaltInvocationError("revision= applies to a state, not to minion=")
+            return store.resolve_for_minion(minion, _grains(minion))
+        if name is None:
+            return {
+                s.name: {"revision": s.revision, "kind": s.kind}
+                for s in store.list_states()
+            }
+        out = _revision(store.show(name, _number(revision, "revision")))
+        if not name.startswith("minion:"):
+            out["assignments"] = [_assignment(a) for a in store.assignments(name)]
+        return out
+
+    return _call(action, kwargs)
+
+
+def history(name, **kwargs):
+    """
+    Every revision of a state, oldest first.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.history web
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        return [_revision(rev) for rev in store.history(name)]
+
+    return _call(action, kwargs)
+
+
+def diff(name, old=None, new=None, **kwargs):
+    """
+    Packages added, removed and changed between two revisions of a state;
+    by default between the previous and the current revision.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.diff web
+        salt-run pkgstate.diff web old=1 new=3
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        a = _number(old, "old")
+        b = _number(new, "new")
+        if a is None:
+            current = store.show(name, b).revision
+            if current < 2:
+                raise SaltInvocationError(
+                    "state {!r} has only revision {}: nothing to compare "
+                    "with".format(name, current)
+                )
+            a = current - 1
+        return store.diff(name, a, b).as_dict()
+
+    return _call(action, kwargs)
+
+
+def rollback(name, revision, comment=None, **kwargs):
+    """
+    Save a new revision equal to an earlier one (the history is kept).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.rollback web revision=2
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        number = _number(revision, "revision")
+        return _revision(store.rollback(name, number, comment=comment))
+
+    return _call(action, kwargs)
+
+
+def assign(name, org=None, group=None, grain=None, minions=None, **kwargs):
+    """
+    Assign a named state to an organization, a group (id, ``org/name`` or a
+    unique name), a grain match (``G@os_family:Debian``, ``P@os:(Debian|Ubuntu)``)
+    or a list of minions. All targets are checked before any is stored.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.assign base org=acme
+        salt-run pkgstate.assign web group=acme/web
+        salt-run pkgstate.assign debian-tools grain='G@os_family:Debian'
+        salt-run pkgstate.assign canary minions=web1,web2
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        made = store.assign(
+            name, org=org, group=group, grain=grain, minions=_minion_list(minions)
+        )
+        return {"assigned": [_assignment(a) for a in made]}
+
+    return _call(action, kwargs)
+
+
+def unassign(name, org=None, group=None, grain=None, minions=None, **kwargs):
+    """
+    Remove assignments of a named state; each target given must be assigned.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.unassign web group=acme/web
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        count = store.unassign(
+            name, org=org, group=group, grain=grain, minions=_minion_list(minions)
+        )
+        return {"unassigned": count}
+
+    return _call(action, kwargs)
+
+
+def export(name=None, revision=None, minion=None, **kwargs):
+    """
+    Print a state revision, or what a minion gets, as a plain SLS file: the
+    same SLS data as ``salt <minion> state.show_sls pkgstate``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.export web
+        salt-run pkgstate.export web revision=2 > web-2.sls
+        salt-run pkgstate.export minion=web1
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        if (name is None) == (minion is None):
+            raise SaltInvocationError("give a state name or minion=<id>")
+        if minion is not None:
+            if revision is not None:
+                raise SaltInvocationError("revision= applies to a state, not to minion=")
+            resolved = store.resolve_for_minion(minion, _grains(minion))
+            return render.export_resolved(minion, resolved)
+        rev = store.show(name, _number(revision, "revision"))
+        return render.export_revision(rev.state, rev.revision, rev.entries)
+
+    return _call(action, kwargs)
+
+
+def _list_pkgs(tgt, tgt_type, timeout):
+    """``{minion: pkg.list_pkgs}`` of the minions that answered."""
+    client = salt.client.LocalClient(mopts=__opts__)
+    try:
+        returns = client.cmd(
+            tgt, LIST_FUNCTION, tgt_type=tgt_type, timeout=timeout, full_return=True
+        )
+    finally:
+        client.destroy()
+    return {
+        minion: ret["ret"]
+        for minion, ret in (returns or {}).items()
+        if isinstance(ret, dict)
+        and isinstance(ret.get("ret"), dict)
+        and ret.get("retcode", 0) == 0
+    }
+
+
+def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
+    """
+    Save a minion's installed packages (``pkg.list_pkgs``) as a revision of
+    a state: its own state ``minion:<id>`` by default, or ``name`` (created
+    if needed). The inventory is stored too.
+
+    exact
+        Pin each package to its installed version (``=VERSION``)
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.import web1
+        salt-run pkgstate.import web1 name=web-baseline exact=True
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        target = name or minion_state_name(minion)
+        answered = _list_pkgs(minion, "list", timeout)
+        if minion not in answered:
+            raise SaltInvocationError(
+                "minion {} did not return {} within {}s; nothing was "
+                "imported".format(minion, LIST_FUNCTION, timeout)
+            )
+        rev = store.import_packages(target, answered[minion], exact=bool(exact))
+        store.write_inventory(minion, answered[minion])
+        out = _revision(rev)
+        out["packages"] = len(rev.entries)
+        return out
+
+    return _call(action, kwargs)
+
+
+def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
+    """
+    Refresh the stored inventory of the targeted minions now (the engine
+    does it on every ``pkgset`` beacon event). A minion that does not
+    answer makes the call fail after the others are stored.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.refresh web1
+        salt-run pkgstate.refresh 'G@os_family:Debian' tgt_type=compound
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        expected = _targeted(tgt, tgt_type)
+        answered = _list_pkgs(tgt, tgt_type, timeout)
+        for minion, pkgs in sorted(answered.items()):
+            store.write_inventory(minion, pkgs)
+        silent = sorted(set(expected) - set(answered))
+        out = {"refreshed": sorted(answered)}
+        if silent:
+            out["no_answer"] = silent
+            __context__["retcode"] = 1
+            out["retcode"] = 1
+        return out
+
+    return _call(action, kwargs)
+
+
+def _targeted(tgt, tgt_type):
+    import salt.utils.minions  # pylint: disable=import-outside-toplevel
+
+    found = salt.utils.minions.CkMinions(__opts__).check_minions(tgt, tgt_type)
+    return found.get("minions", [])
+
+
+def inventory(minion, **kwargs):
+    """
+    A minion's stored inventory (installed packages and their versions).
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.inventory web1
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        stored = store.inventory(minion)
+        if stored is None:
+            raise SaltInvocationError(
+                "no inventory of {} is stored: run salt-run pkgstate.refresh "
+                "{}".format(minion, minion)
+            )
+        return {
+            "minion": minion,
+            "refreshed_at": stored.refreshed_at.isoformat(),
+            "packages": stored.packages,
+        }
+
+    return _call(action, kwargs)
+
+
+def _accepted_minions():
+    return sorted(salt.key.get_key(__opts__).list_status("accepted").get("minions", []))
+
+
+def status(minion=None, **kwargs):
+    """
+    Status of every managed package of a minion: ``consistent``,
+    ``pending`` (saved, not applied yet), ``inconsistent`` (changed outside
+    Salt), ``orphan-kept`` (installed and managed, no candidate in the
+    minion's repositories) or ``unknown`` (no inventory). Without a minion:
+    the counts of every accepted minion and their total.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.status web1
+        salt-run pkgstate.status
+    """
+
+    def action(store):
+        _refuse_options(kwargs)
+        if minion is not None:
+            return store.status(minion, _grains(minion))
+        total = collections.Counter()
+        minions = {}
+        for minion_id in _accepted_minions():
+            counts = store.status(minion_id, _grains(minion_id))["counts"]
+            if counts:
+                minions[minion_id] = counts
+                total.update(counts)
+        return {"minions": minions, "total": dict(sorted(total.items()))}
+
+    return _call(action, kwargs)
