@@ -295,6 +295,13 @@ def _add_behaviour_args(behaviour: Any) -> None:
         help="do not fetch the pillar when a minion starts",
     )
     behaviour.add_argument(
+        "--no-state-pillar",
+        dest="state_pillar",
+        action="store_false",
+        default=SUPPRESS,
+        help="state runs do not compile the pillar (no package states applied)",
+    )
+    behaviour.add_argument(
         "--state-count",
         type=_positive_int,
         default=SUPPRESS,
@@ -407,7 +414,7 @@ def _build_parser() -> argparse.ArgumentParser:
 _FLEET_FIELDS: Final = (
     "publish_port", "transport", "processes", "count", "prefix", "start_index",
     "id_width", "keys_dir", "run_dir", "keysize", "ramp_rate", "auth_concurrency",
-    "replay_file", "replay_first", "startup_pillar", "state_count",
+    "replay_file", "replay_first", "startup_pillar", "state_pillar", "state_count",
     "package_count", "request_timeout", "request_tries", "status_interval",
     "log_level", "seed",
 )  # fmt: skip
@@ -415,6 +422,7 @@ _FLEET_FIELDS: Final = (
 _OPTION_NAMES: Final = {
     "replay_file": "--replay",
     "startup_pillar": "--no-startup-pillar",
+    "state_pillar": "--no-state-pillar",
 }
 #: ``run`` options that make up the TimingModel
 _TIMING_OPTIONS: Final = (

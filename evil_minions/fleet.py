@@ -165,6 +165,7 @@ class FleetWorker:
             timing=cfg.timing,
             rng=self._rng,
             state_count=cfg.state_count,
+            state_pillar=cfg.state_pillar,
             replay=replay,
             replay_first=cfg.replay_first,
         )

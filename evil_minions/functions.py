@@ -88,6 +88,8 @@ class Runtime:
     timing: TimingModel
     rng: random.Random
     state_count: int = 10
+    #: fetch the pillar for a highstate / ``state.sls pkgstate``
+    state_pillar: bool = True
     replay: ReplayStore | None = None
     replay_first: bool = False
     #: current global slowdown; starts at ``timing.slowdown`` (0 means "take that")
@@ -274,7 +276,7 @@ class SimulatedFunctions:
                 return conflict
         sls_names = split_mods(mods)
         entries: dict[str, Any] = {}
-        if not sls_names or PKGSTATE_SLS in sls_names:
+        if self.runtime.state_pillar and (not sls_names or PKGSTATE_SLS in sls_names):
             # As a real highstate or state.sls: the pillar is compiled afresh
             # by the master, so a saved package state is seen at once.
             pillar = await self.minion.fetch_pillar(

@@ -119,6 +119,7 @@ def _sample_config() -> FleetConfig:
         replay_file="/replay.json",
         replay_first=True,
         startup_pillar=False,
+        state_pillar=False,
         seed=3,
     )
 
@@ -138,6 +139,7 @@ def test_argv_round_trip_through_the_cli_parser():
         "--slowdown", "1.5", "--max-concurrent-jobs", "2",
         "--exempt-functions", "saltutil.find_job",
         "--replay", "/replay.json", "--replay-first", "--no-startup-pillar",
+        "--no-state-pillar",
         "--seed", "3",
     ]  # fmt: skip
     args = _build_parser().parse_args(["run", *argv])
