@@ -104,6 +104,12 @@ def _refuse_options(kwargs):
     """
     stray = _options(kwargs)
     for key, value in sorted(stray.items()):
+        if value is None or value == "":
+            # e.g. nginx=>1 through salt-api: YAML read ">1" as a block scalar
+            raise SaltInvocationError(
+                "unknown option {!r} (with no value): pass entries as "
+                "arguments or as packages=[...]".format(key)
+            )
         text = "{}={}".format(key, value)
         parse_entry(text)  # raises, naming the entry, e.g. for "=>"
         raise SaltInvocationError(
