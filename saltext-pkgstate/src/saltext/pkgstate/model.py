@@ -423,7 +423,7 @@ def compile_grain_match(text: str) -> GrainMatch:
             continue
         if regex:
             try:
-                splits.append((keys, re.compile(pattern.lower())))
+                splits.append((keys, re.compile(pattern, re.IGNORECASE)))
             except re.error as exc:
                 errors.append(f"{pattern!r}: {exc}")
                 splits.append((keys, None))

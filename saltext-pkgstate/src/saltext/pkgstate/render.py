@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import yaml
+
 from saltext.pkgstate.model import Entry, Operator, Policy
 
 STATE_ID_PREFIX: Final = "pkgstate-"

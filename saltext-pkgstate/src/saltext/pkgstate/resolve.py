@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from saltext.pkgstate.model import Entry, Operator, Policy
@@ -91,14 +91,15 @@ def hold_value(grains: Mapping[str, Any] | None) -> bool | str:
     return f"unsupported by {provider}"
 
 
-def _digest_line(name: str, policy: str, op: str, version: str) -> str:
+def digest_line(name: str, policy: str, op: str, version: str) -> str:
+    """One package's line of the digest input (the store builds it in SQL)."""
     return f"{name} {policy} {op} {version}"
 
 
 def digest_of(packages: Mapping[str, Mapping[str, Any]]) -> str:
     """The digest of a resolved ``packages`` mapping (see the module docstring)."""
     lines = (
-        _digest_line(
+        digest_line(
             name,
             str(spec["policy"]),
             str(spec.get("op") or ""),
@@ -109,39 +110,75 @@ def digest_of(packages: Mapping[str, Mapping[str, Any]]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-_Prepared = dict[str, tuple[dict[str, Any], str]]
+_EQ: Final = Operator.EQ.value
+_INSTALLED: Final = Policy.INSTALLED.value
 
 
-@dataclass(eq=False)
 class StateRevision:
-    """One revision of one state, shared by every minion it reaches."""
+    """One revision of one state, shared by every minion it reaches.
 
-    state: str
-    revision: int
-    entries: Mapping[str, Entry]
-    _prepared: dict[bool | str | None, _Prepared] = field(
-        default_factory=dict, repr=False
-    )
+    Holds, per package, the resolved entry dict (with ``decided_by``) and its
+    digest line, built once: resolving a minion is then dict updates only.
+    """
 
-    def prepared(self, hold: bool | str | None) -> _Prepared:
-        """Per package: (resolved entry dict, digest line); cached per hold value."""
-        cached = self._prepared.get(hold)
+    __slots__ = ("_by_hold", "_exact", "lines", "packages", "revision", "state")
+
+    def __init__(
+        self,
+        state: str,
+        revision: int,
+        entries: Mapping[str, Entry] | None = None,
+        *,
+        rows: Iterable[Sequence[str | None]] = (),
+    ) -> None:
+        """From parsed ``entries``, or from ``rows`` of (name, policy, op, version).
+
+        The store passes rows as read from the database (already valid).
+        """
+        self.state = state
+        self.revision = revision
+        if entries is not None:
+            rows = [
+                (e.name, e.policy.value, e.op.value if e.op else None, e.version)
+                for e in entries.values()
+            ]
+        packages: dict[str, dict[str, Any]] = {}
+        lines: dict[str, str] = {}
+        exact: list[str] = []
+        for name, policy, op, version in rows:
+            assert name is not None and policy is not None
+            if op is None:
+                packages[name] = {"policy": policy, "decided_by": state}
+                lines[name] = f"{name} {policy}  "
+            else:
+                packages[name] = {
+                    "policy": policy,
+                    "op": op,
+                    "version": version,
+                    "decided_by": state,
+                }
+                lines[name] = f"{name} {policy} {op} {version}"
+                if op == _EQ and policy == _INSTALLED:
+                    exact.append(name)
+        self.packages = packages
+        self.lines = lines
+        self._exact = exact
+        self._by_hold: dict[bool | str, dict[str, dict[str, Any]]] = {}
+
+    def __repr__(self) -> str:
+        """``StateRevision('web', 3, 200 packages)``."""
+        return f"StateRevision({self.state!r}, {self.revision}, {len(self.packages)} packages)"
+
+    def packages_for(self, hold: bool | str | None) -> dict[str, dict[str, Any]]:
+        """The resolved entry dicts, exact versions marked with ``hold``."""
+        if hold is None or not self._exact:
+            return self.packages
+        cached = self._by_hold.get(hold)
         if cached is None:
-            cached = {}
-            for name, entry in self.entries.items():
-                out: dict[str, Any] = entry.as_dict()
-                out["decided_by"] = self.state
-                if (
-                    hold is not None
-                    and entry.policy is Policy.INSTALLED
-                    and entry.op is Operator.EQ
-                ):
-                    out["hold"] = hold
-                line = _digest_line(
-                    name, entry.policy.value, out.get("op", ""), out.get("version", "")
-                )
-                cached[name] = (out, line)
-            self._prepared[hold] = cached
+            cached = dict(self.packages)
+            for name in self._exact:
+                cached[name] = {**self.packages[name], "hold": hold}
+            self._by_hold[hold] = cached
         return cached
 
 
@@ -171,15 +208,15 @@ def resolve(
     # a state reached twice counts at its most specific assignment
     last: dict[str, int] = {s.revision.state: i for i, s in enumerate(ordered)}
     effective = [s for i, s in enumerate(ordered) if last[s.revision.state] == i]
-    chosen: _Prepared = {}
+    packages: dict[str, dict[str, Any]] = {}
+    lines: dict[str, str] = {}
     for source in effective:
-        chosen.update(source.revision.prepared(hold))
-    names = sorted(chosen)
-    digest = hashlib.sha256(
-        "\n".join(chosen[name][1] for name in names).encode()
-    ).hexdigest()
+        packages.update(source.revision.packages_for(hold))
+        lines.update(source.revision.lines)
+    names = sorted(packages)
+    digest = hashlib.sha256("\n".join([lines[n] for n in names]).encode()).hexdigest()
     return {
-        "packages": {name: chosen[name][0] for name in names},
+        "packages": {name: packages[name] for name in names},
         "sources": [
             {
                 "state": s.revision.state,

@@ -29,6 +29,7 @@ from typing import Any, Final
 import psycopg2
 import psycopg2.extensions
 import psycopg2.extras
+
 from saltext.pkgstate.model import (
     MINION_STATE_PREFIX,
     Entry,
@@ -66,6 +67,17 @@ INCONSISTENT: Final = "inconsistent"
 ORPHAN_KEPT: Final = "orphan-kept"
 #: No inventory was ever recorded for the minion.
 UNKNOWN: Final = "unknown"
+
+
+# A revision's entries as one JSON array of [package, policy, op, version]:
+# the cheapest form to send and parse (json_build_object per entry cost the
+# server more than everything else in resolving 1000 minions).
+_REVISION_ROWS_SQL: Final = """
+SELECT revision_id, json_agg(json_build_array(package, policy, op, version))::text
+FROM pkgstate_entry
+WHERE revision_id = ANY(%s)
+GROUP BY revision_id
+"""
 
 
 class PkgStateStoreError(RuntimeError):
@@ -770,25 +782,15 @@ class PackageStateStore:
         )
         rows = cur.fetchall()
         missing = [r[2] for r in rows if r[2] not in self._revisions]
-        entries: dict[int, dict[str, Entry]] = {rid: {} for rid in missing}
+        loaded: dict[int, list[list[str | None]]] = {}
         if missing:
-            cur.execute(
-                "SELECT revision_id, package, policy, op, version FROM pkgstate_entry"
-                " WHERE revision_id = ANY(%s)",
-                (missing,),
-            )
-            for rid, package, policy, op, version in cur.fetchall():
-                entries[rid][package] = Entry(
-                    package,
-                    Policy(policy),
-                    Operator(op) if op else None,
-                    version,
-                )
+            cur.execute(_REVISION_ROWS_SQL, (missing,))
+            loaded = {rid: json.loads(text) for rid, text in cur.fetchall()}
         out: dict[int, StateRevision] = {}
         for state_id, name, revision_id, number in rows:
             cached = self._revisions.get(revision_id)
             if cached is None:
-                cached = StateRevision(name, number, entries[revision_id])
+                cached = StateRevision(name, number, rows=loaded.get(revision_id, ()))
                 self._revisions[revision_id] = cached
                 if len(self._revisions) > REVISION_CACHE_SIZE:
                     self._revisions.popitem(last=False)
@@ -1101,15 +1103,6 @@ def _assignment_from_row(row: Sequence[Any]) -> Assignment:
     if grain is not None:
         return Assignment(aid, name, Scope.GRAIN, grain, created)
     return Assignment(aid, name, Scope.MINION, minion, created)
-
-
-def minion_ids_of(states: Iterable[str]) -> list[str]:
-    """Minion ids of the implicit states among ``states``."""
-    return [
-        s[len(MINION_STATE_PREFIX) :]
-        for s in states
-        if s.startswith(MINION_STATE_PREFIX)
-    ]
 
 
 __all__ = [
