@@ -49,7 +49,7 @@ def _installed() -> dict[str, str]:
     ).stdout
     pkgs = {}
     for line in out.splitlines():
-        name, status, version = (line.split() + ["", "", ""])[:3]
+        name, status, version = ([*line.split(), "", "", ""])[:3]
         if status.startswith("ii"):
             pkgs[name] = version
     return pkgs
@@ -326,7 +326,9 @@ def test_beacon_event_refreshes_the_inventory_and_status_follows(
         minion_id,
         "event.send",
         [f"salt/beacon/{minion_id}/pkgset/changed"],
-        kwarg={"data": {"cookie": "/var/cache/salt/minion/dpkg.cookie", "value": "x 1"}},
+        kwarg={
+            "data": {"cookie": "/var/cache/salt/minion/dpkg.cookie", "value": "x 1"}
+        },
     )
     _wait(
         "the engine stored no new inventory",
@@ -352,9 +354,11 @@ def test_beacon_event_refreshes_the_inventory_and_status_follows(
     assert _installed() == host_packages
     status = _wait(
         "status did not turn consistent after the apply",
-        lambda: (s := _run_ok(stack, "pkgstate.status", minion_id))["counts"]
-        == {"consistent": 2}
-        and s,
+        lambda: (
+            (s := _run_ok(stack, "pkgstate.status", minion_id))["counts"]
+            == {"consistent": 2}
+            and s
+        ),
     )
     assert status["applied_digest"] == status["digest"]
     summary = _run_ok(stack, "pkgstate.status")
@@ -370,7 +374,10 @@ def test_beacon_event_refreshes_the_inventory_and_status_follows(
     ("args", "message"),
     [
         (["pkgstate.set", "guarded", "nginx=>1.0"], "unknown operator '=>'"),
-        (["pkgstate.set", "guarded", "curl@latest>=1"], "cannot be combined with latest"),
+        (
+            ["pkgstate.set", "guarded", "curl@latest>=1"],
+            "cannot be combined with latest",
+        ),
         (["pkgstate.set", "guarded", "nginx>=1.x y"], "does not parse"),
         (["pkgstate.set", "guarded", "nginx", "nginx>=1"], "two entries"),
         (["pkgstate.assign", "guarded", "group=no-such-group"], "no group"),
@@ -380,7 +387,7 @@ def test_beacon_event_refreshes_the_inventory_and_status_follows(
     ],
 )
 def test_bad_input_fails_and_changes_nothing(stack, args, message):
-    if not _salt_run(stack, "pkgstate.show", "guarded").returncode == 0:
+    if _salt_run(stack, "pkgstate.show", "guarded").returncode != 0:
         _run_ok(stack, "pkgstate.set", "guarded", "bc")
     before = _run_ok(stack, "pkgstate.history", "guarded")
     assignments = _run_ok(stack, "pkgstate.show", "guarded")["assignments"]
