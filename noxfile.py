@@ -141,6 +141,7 @@ def tests(session: nox.Session) -> None:
         "loadfile",
         *session.posargs,
         "tests",
+        "saltext-pkgstate/tests",
         success_codes=no_tests_ok,
     )
 
