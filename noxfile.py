@@ -141,6 +141,7 @@ def tests(session: nox.Session) -> None:
         "loadfile",
         *session.posargs,
         "tests",
+        "saltext-pkgstate/tests",
         success_codes=no_tests_ok,
     )
 
@@ -187,7 +188,14 @@ def harness(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy on the project; black (upstream's version) on patched files."""
     _install(session, "lint")
-    code = ["harness", "evil_minions", "benchmarks", "tests", "noxfile.py"]
+    code = [
+        "harness",
+        "evil_minions",
+        "benchmarks",
+        "tests",
+        "noxfile.py",
+        "saltext-pkgstate",
+    ]
     session.run("ruff", "check", *code)
     session.run("ruff", "format", "--check", *code)
     session.run("mypy")

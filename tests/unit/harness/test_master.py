@@ -49,3 +49,25 @@ def test_in_process_opts_lay_paths_out_like_a_rendered_master(tmp_path: Path) ->
     assert opts["extension_modules"] == str(layout.extension_modules)
     assert opts["pillar_roots"] == {"base": [str(tmp_path / "tree")]}
     assert layout.pillar_root.is_dir()
+
+
+def test_pkgstates_add_the_sls_root_the_database_and_the_modules(
+    tmp_path: Path,
+) -> None:
+    from saltext.pkgstate import SLS_ROOT
+
+    from harness.postgres import ConnectionInfo
+
+    pg = ConnectionInfo("127.0.0.1", 5999, "postgres", "", "saltfleet")
+    settings = _settings(
+        tmp_path, postgres=pg, pkgstates=True, ext_pillar=[{"postgres": []}]
+    )
+    opts = render_config(settings, None)
+    assert opts["file_roots"] == {"base": [str(settings.file_root), SLS_ROOT]}
+    assert opts["pkgstate"] == {"dsn": pg.dsn}
+    assert opts["ext_pillar"] == [{"postgres": []}, {"pkgstate": {}}]
+    assert opts["master_tops"] == {"pkgstate": {}}
+    assert opts["engines"] == [{"pkgstate": {}}]
+    assert "pkgstate" not in render_config(_settings(tmp_path, postgres=pg), None)
+    with pytest.raises(HarnessError, match="PostgreSQL"):
+        render_config(_settings(tmp_path, pkgstates=True), None)

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import psycopg2.extensions
+
 from saltext.pkgstate.model import PkgStateError
 from saltext.pkgstate.render import render_sls
 from saltext.pkgstate.store import PackageStateStore, PkgStateStoreError
@@ -80,7 +81,11 @@ def dsn_from_opts(opts: Mapping[str, Any]) -> str:
 def pool_size_from_opts(opts: Mapping[str, Any]) -> int:
     """``pkgstate:pool_size``, checked."""
     config = opts.get(CONFIG_KEY) or {}
-    size = config.get("pool_size", DEFAULT_POOL_SIZE) if isinstance(config, Mapping) else DEFAULT_POOL_SIZE
+    size = (
+        config.get("pool_size", DEFAULT_POOL_SIZE)
+        if isinstance(config, Mapping)
+        else DEFAULT_POOL_SIZE
+    )
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise PkgStateConfigError(
             f"{CONFIG_KEY}:pool_size must be a whole number >= 0, got {size!r}"
@@ -191,6 +196,4 @@ class MasterStore:
         grains: Mapping[str, Any] | None,
     ) -> None:
         """Record the resolved result as applied by the minion."""
-        self.store.record_applied(
-            minion_id, resolved["digest"], jid=jid, grains=grains
-        )
+        self.store.record_applied(minion_id, resolved["digest"], jid=jid, grains=grains)

@@ -42,6 +42,9 @@ Configuration, in the master config:
           log_interval: 60
 """
 
+# Salt's loader injects __opts__ and __context__ into the module.
+# ruff: noqa: F821
+
 import logging
 import time
 
@@ -113,7 +116,7 @@ class RateLimitedLog:
             return
         count = self._count.pop(kind)
         self._last[kind] = now
-        suffix = " ({} times since the last report)".format(count) if count > 1 else ""
+        suffix = f" ({count} times since the last report)" if count > 1 else ""
         log.warning("pkgstate engine: " + message + suffix, *args)
 
 

@@ -35,6 +35,9 @@ Configuration, in the master config:
       - pkgstate: {}
 """
 
+# Salt's loader injects __opts__ and __context__ into the module.
+# ruff: noqa: F821
+
 import logging
 
 from salt.exceptions import SaltException
@@ -62,8 +65,6 @@ def ext_pillar(minion_id, pillar, **kwargs):  # pylint: disable=unused-argument
         resolved = master.resolve_for_minion(__opts__, minion_id, grains)
     except (PkgStateStoreError, PkgStateError) as exc:
         raise SaltException(
-            "ext_pillar pkgstate: cannot resolve the package state of {}: {}".format(
-                minion_id, exc
-            )
+            f"ext_pillar pkgstate: cannot resolve the package state of {minion_id}: {exc}"
         ) from exc
     return {PILLAR_KEY: resolved}

@@ -39,6 +39,9 @@ Configuration, in the master config:
       dsn: "host=db.example.com dbname=salt user=salt"
 """
 
+# Salt's loader injects __opts__ and __context__ into the module.
+# ruff: noqa: F821
+
 import collections
 import logging
 
@@ -104,13 +107,17 @@ def _refuse_options(kwargs):
     """
     stray = _options(kwargs)
     for key, value in sorted(stray.items()):
-        text = "{}={}".format(key, value)
+        if value is None or value == "":
+            # e.g. nginx=>1 through salt-api: YAML read ">1" as a block scalar
+            raise SaltInvocationError(
+                f"unknown option {key!r} (with no value): pass entries as "
+                "arguments or as packages=[...]"
+            )
+        text = f"{key}={value}"
         parse_entry(text)  # raises, naming the entry, e.g. for "=>"
         raise SaltInvocationError(
-            "{!r} was read as an option, not an entry: on the salt-run command "
-            "line write {}=={} or use packages='{{{}: \"{}\"}}'".format(
-                text, key, value, key, value
-            )
+            f"{text!r} was read as an option, not an entry: on the salt-run command "
+            f"line write {key}=={value} or use packages='{{{key}: \"{value}\"}}'"
         )
 
 
@@ -129,7 +136,7 @@ def _entries(entries, packages):
     else:
         raise SaltInvocationError(
             "packages must be a list of entries or a mapping of package to "
-            "spec, got {!r}".format(packages)
+            f"spec, got {packages!r}"
         )
     return validate_revision(items)
 
@@ -170,7 +177,7 @@ def _number(value, what):
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.strip().isdigit():
             return int(value)
-        raise SaltInvocationError("{} must be a revision number, got {!r}".format(what, value))
+        raise SaltInvocationError(f"{what} must be a revision number, got {value!r}")
     return value
 
 
@@ -182,7 +189,7 @@ def _minion_list(minions):
     if isinstance(minions, (list, tuple)):
         return [str(m) for m in minions]
     raise SaltInvocationError(
-        "minions must be a list or a comma-separated string, got {!r}".format(minions)
+        f"minions must be a list or a comma-separated string, got {minions!r}"
     )
 
 
@@ -285,7 +292,9 @@ def show(name=None, revision=None, minion=None, **kwargs):
             raise SaltInvocationError("give a state name or minion=<id>, not both")
         if minion is not None:
             if revision is not None:
-                raise SaltInvocationError("revision= applies to a state, not to minion=")
+                raise SaltInvocationError(
+                    "revision= applies to a state, not to minion="
+                )
             return store.resolve_for_minion(minion, _grains(minion))
         if name is None:
             return {
@@ -339,8 +348,8 @@ def diff(name, old=None, new=None, **kwargs):
             current = store.show(name, b).revision
             if current < 2:
                 raise SaltInvocationError(
-                    "state {!r} has only revision {}: nothing to compare "
-                    "with".format(name, current)
+                    f"state {name!r} has only revision {current}: nothing to compare "
+                    "with"
                 )
             a = current - 1
         return store.diff(name, a, b).as_dict()
@@ -434,7 +443,9 @@ def export(name=None, revision=None, minion=None, **kwargs):
             raise SaltInvocationError("give a state name or minion=<id>")
         if minion is not None:
             if revision is not None:
-                raise SaltInvocationError("revision= applies to a state, not to minion=")
+                raise SaltInvocationError(
+                    "revision= applies to a state, not to minion="
+                )
             resolved = store.resolve_for_minion(minion, _grains(minion))
             return render.export_resolved(minion, resolved)
         rev = store.show(name, _number(revision, "revision"))
@@ -484,8 +495,8 @@ def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
         answered = _list_pkgs(minion, "list", timeout)
         if minion not in answered:
             raise SaltInvocationError(
-                "minion {} did not return {} within {}s; nothing was "
-                "imported".format(minion, LIST_FUNCTION, timeout)
+                f"minion {minion} did not return {LIST_FUNCTION} within {timeout}s; nothing was "
+                "imported"
             )
         rev = store.import_packages(target, answered[minion], exact=bool(exact))
         store.write_inventory(minion, answered[minion])
@@ -550,8 +561,8 @@ def inventory(minion, **kwargs):
         stored = store.inventory(minion)
         if stored is None:
             raise SaltInvocationError(
-                "no inventory of {} is stored: run salt-run pkgstate.refresh "
-                "{}".format(minion, minion)
+                f"no inventory of {minion} is stored: run salt-run pkgstate.refresh "
+                f"{minion}"
             )
         return {
             "minion": minion,

@@ -21,6 +21,9 @@ Configuration, in the master config:
       pkgstate: {}
 """
 
+# Salt's loader injects __opts__ and __context__ into the module.
+# ruff: noqa: F821
+
 import logging
 
 from saltext.pkgstate import master
