@@ -42,17 +42,19 @@ Configuration, in the master config:
           log_interval: 60
 """
 
-# Salt's loader injects __opts__ and __context__ into the module.
-# ruff: noqa: F821
-
 import logging
 import time
+from typing import Any
 
 import salt.cache
 import salt.client
 import salt.utils.event
 
 from saltext.pkgstate import master
+
+# Salt's loader injects these into the module when it loads it.
+__opts__: dict[str, Any]
+__context__: dict[str, Any]
 
 log = logging.getLogger(__name__)
 

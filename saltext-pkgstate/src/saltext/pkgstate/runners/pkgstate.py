@@ -39,11 +39,9 @@ Configuration, in the master config:
       dsn: "host=db.example.com dbname=salt user=salt"
 """
 
-# Salt's loader injects __opts__ and __context__ into the module.
-# ruff: noqa: F821
-
 import collections
 import logging
+from typing import Any
 
 import salt.cache
 import salt.client
@@ -60,6 +58,10 @@ from saltext.pkgstate.model import (
     validate_revision,
 )
 from saltext.pkgstate.store import PackageStateStore, PkgStateStoreError
+
+# Salt's loader injects these into the module when it loads it.
+__opts__: dict[str, Any]
+__context__: dict[str, Any]
 
 log = logging.getLogger(__name__)
 
@@ -528,7 +530,7 @@ def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
         for minion, pkgs in sorted(answered.items()):
             store.write_inventory(minion, pkgs)
         silent = sorted(set(expected) - set(answered))
-        out = {"refreshed": sorted(answered)}
+        out: dict[str, Any] = {"refreshed": sorted(answered)}
         if silent:
             out["no_answer"] = silent
             __context__["retcode"] = 1
@@ -597,7 +599,7 @@ def status(minion=None, **kwargs):
         _refuse_options(kwargs)
         if minion is not None:
             return store.status(minion, _grains(minion))
-        total = collections.Counter()
+        total: collections.Counter[str] = collections.Counter()
         minions = {}
         for minion_id in _accepted_minions():
             counts = store.status(minion_id, _grains(minion_id))["counts"]

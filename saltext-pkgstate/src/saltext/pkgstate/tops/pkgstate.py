@@ -21,14 +21,16 @@ Configuration, in the master config:
       pkgstate: {}
 """
 
-# Salt's loader injects __opts__ and __context__ into the module.
-# ruff: noqa: F821
-
 import logging
+from typing import Any
 
 from saltext.pkgstate import master
 from saltext.pkgstate.model import PkgStateError
 from saltext.pkgstate.store import PkgStateStoreError
+
+# Salt's loader injects these into the module when it loads it.
+__opts__: dict[str, Any]
+__context__: dict[str, Any]
 
 log = logging.getLogger(__name__)
 
