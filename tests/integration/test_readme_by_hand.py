@@ -47,7 +47,9 @@ def _run(command: str) -> subprocess.CompletedProcess[str]:
 )
 def test_the_readme_by_hand_block_works_verbatim() -> None:
     commands = readme_commands()
-    assert commands[0].endswith("up --minions 20 --ext-pillar db --rate-limiting")
+    assert commands[0].endswith(
+        "up --minions 20 --ext-pillar db --rate-limiting --pkgstates"
+    )
     assert commands[-1].endswith("-- down")
     outputs: dict[str, str] = {}
     pids: list[int] = []
@@ -86,3 +88,13 @@ def test_the_readme_by_hand_block_works_verbatim() -> None:
     ]
     assert salt_words == ["saltfleet-minion-1:", "----------", "motd:", "minion"]
     assert by_name["salt '*' test.ping"] == outputs[commands[-2]]
+    # the package state reached the simulated minion through the master
+    applied = by_name["salt evil-0001 state.apply pkgstate test=True"]
+    for state_id in (
+        "pkgstate-installed-bash",
+        "pkgstate-installed-curl",
+        "pkgstate-latest-vim",
+        "pkgstate-removed-telnet",
+    ):
+        assert state_id in applied, applied
+    assert "bash" in by_name["salt-run pkgstate.status evil-0001"]
