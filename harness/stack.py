@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import migrations
+from harness.consumer import ConsumerSettings
 from harness.errors import HarnessError, simulator_errors
 from harness.events import EventListener
 from harness.fleet import FleetConfig, SimulatedFleet
@@ -88,6 +89,9 @@ class StackSettings:
     # Where the daemons' logs are copied when the stack stops (its root may be
     # a temporary directory that goes away).
     logs_dir: Path | None = None
+    #: the event consumer engine on the master, storing every event in the
+    #: stack's database at a bounded rate (harness.consumer); None: none
+    consumer: ConsumerSettings | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StackSettings:
@@ -211,6 +215,7 @@ class Stack:
                 ext_pillar=s.ext_pillar,
                 extra=s.master_opts,
                 pillar_files=s.pillar_files,
+                consumer=s.consumer,
             ),
             self.listener,
         )
@@ -341,6 +346,7 @@ def fleet_stack(
     pillar_files: Mapping[str, str] | None = None,
     dsn: str | None = None,
     api: ApiSettings | None = None,
+    consumer: ConsumerSettings | None = None,
 ) -> Stack:
     """A stack of ``minions`` simulated minions and no real one, not started.
 
@@ -350,7 +356,8 @@ def fleet_stack(
     harness's key cache unless it names a ``keys_dir``. ``pillar_files`` are
     written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
     points the master at an existing PostgreSQL instead of an embedded one;
-    ``api`` adds salt-api beside the master.
+    ``api`` adds salt-api beside the master; ``consumer`` the event consumer
+    engine on it.
 
     .. code-block:: python
 
@@ -372,5 +379,6 @@ def fleet_stack(
             pillar_files=dict(pillar_files or {}),
             logs_dir=logs_dir,
             api=api,
+            consumer=consumer,
         )
     )

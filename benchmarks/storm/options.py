@@ -19,6 +19,10 @@ from harness.ratelimit import RateLimiting
 #: how the report's "Reproduce" line starts
 COMMAND: Final = "nox -s bench -- storm"
 
+#: the ``rate_limiting`` setting :attr:`StormOptions.publish_slice` sets; only
+#: sent when that is not 0, so a Salt without slices is not given it
+SLICE_SETTING: Final = "publish_slice"
+
 #: ``--variants`` words and the variants each runs, in the order they run
 VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "both": ("on", "off"),
@@ -46,6 +50,20 @@ def _seconds(value: str) -> float:
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value}")
     return seconds
+
+
+def _rate(value: str) -> float:
+    try:
+        rate = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number of events per second: {value!r}"
+        ) from None
+    if not 0 <= rate < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be 0 or more events per second: {value}"
+        )
+    return rate
 
 
 def _report_name(value: str) -> str:
@@ -103,6 +121,20 @@ class StormOptions:
         "functions (worker_pools:<pool>:functions); 0: no such pool "
         "(default: %(default)s)",
     )
+    consumer_rate: float = _option(
+        150.0,
+        _rate,
+        "events per second the event consumer (an engine on each master that "
+        "stores every event in PostgreSQL, as SUSE Manager does) stores at "
+        "most; 0: no consumer (default: %(default)s)",
+    )
+    publish_slice: int = _option(
+        0,
+        non_negative,
+        "the limiter-on master publishes a job to at most this many minions "
+        f"at a time (rate_limiting:{SLICE_SETTING}); 0: to all its minions at "
+        "once (default: %(default)s)",
+    )
     output_name: str = _option(
         "storm",
         _report_name,
@@ -116,6 +148,14 @@ class StormOptions:
         return RateLimiting(
             max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
         )
+
+    def limiter_master_options(self, worker_threads: int) -> dict[str, Any]:
+        """The master options of the limiter-on master: :meth:`rate_limiting`'s
+        and, with ``publish_slice``, the slice size in ``rate_limiting``."""
+        options = self.rate_limiting().master_options(worker_threads)
+        if self.publish_slice:
+            options["rate_limiting"][SLICE_SETTING] = self.publish_slice
+        return options
 
     def reproduce_command(self) -> str:
         """The ``nox`` command line that runs this storm again, naming only
