@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from harness.errors import HarnessError
 from harness.salt_ext.engines.saltfleet_consumer import Sample as ConsumerSample
+from harness.salt_ext.engines.saltfleet_consumer import start_tag
 
 if TYPE_CHECKING:
     from harness.postgres import ConnectionInfo
@@ -66,6 +67,11 @@ class ConsumerSettings:
             )
         if not self.name:
             raise HarnessError("consumer name must not be empty")
+
+    @property
+    def start_tag(self) -> str:
+        """The event the engine fires once it reads the bus."""
+        return start_tag(self.name)
 
     def engine(self, dsn: str) -> dict[str, Any]:
         """The consumer's item of the master's ``engines`` list."""

@@ -291,6 +291,15 @@ class Master:
             since=since,
             daemon_log=self.settings.log_file,
         )
+        if self.settings.consumer is not None:
+            # events fired before it reads the bus would never reach it
+            wait_for_start_event(
+                self.process,
+                self.listener,
+                self.settings.consumer.start_tag,
+                since=since,
+                daemon_log=self.settings.log_file,
+            )
         self.process.wait_until(
             lambda: is_listening(self.settings.ret_port),
             timeout=30,

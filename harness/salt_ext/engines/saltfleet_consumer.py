@@ -20,13 +20,14 @@ Three threads and one unbounded queue between them:
   seconds: events received, stored, waiting (the backlog: queued plus the
   batch being written), the engine's RSS and failed writes.
 
-At every sample ``received == stored + backlog``. The engine creates both
+Once it reads the bus it fires ``saltfleet/consumer/<name>/start``. At
+every sample ``received == stored + backlog``. The engine creates both
 tables in the database it is pointed at when they are missing: it is a part
 of the benchmark, not of the product.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: Salt's loader runs this module
+# without an entry in sys.modules, where dataclasses look string annotations up.
 import contextlib
 import json
 import logging
@@ -407,6 +408,11 @@ class PostgresStore:
             self._conn = None
 
 
+def start_tag(name: str) -> str:
+    """The event the consumer ``name`` fires once it reads the bus."""
+    return f"saltfleet/consumer/{name}/start"
+
+
 def _create_tables(store: PostgresStore) -> None:
     deadline = time.monotonic() + CONNECT_FOR
     while True:
@@ -463,6 +469,8 @@ def start(
         bus.connect_pub(timeout=30)
         for thread in threads:
             thread.start()
+        # from here on no event is missed: the harness waits for this one
+        bus.fire_event({"name": name, "rate": float(rate)}, start_tag(name))
         try:
             while True:
                 event = bus.get_event(wait=1, full=True, auto_reconnect=True)
