@@ -28,9 +28,7 @@ def _fire(stack: Stack, count: int) -> None:
 
     assert stack.master is not None
     opts = salt.config.client_config(str(stack.master.settings.conf_file))
-    with salt.utils.event.get_master_event(
-        opts, opts["sock_dir"], listen=False
-    ) as bus:
+    with salt.utils.event.get_master_event(opts, opts["sock_dir"], listen=False) as bus:
         for i in range(count):
             assert bus.fire_event({"i": i, "out": "a\x00b"}, f"{TAG}/{i}")
 
