@@ -26,6 +26,9 @@ from harness.consumer import ConsumerSample
 
 #: seconds of the consumer's work its backlog may hold and still be bounded
 BOUND_S: Final = 30.0
+#: seconds after the storm's end a sample may be taken and still be its
+#: end's: one sample interval
+LATE_S: Final = 1.0
 #: growth over the storm's second half still called flat, as a share of the
 #: consumer's rate (events per second)
 TREND_SHARE: Final = 0.05
@@ -65,7 +68,9 @@ class ConsumerRun:
         rows_stored: int | None = None,
     ) -> ConsumerRun:
         """The run from the engine's samples; ``started_at`` is the storm's
-        start (epoch seconds), samples before it are left out."""
+        start (epoch seconds). Samples before it are left out, and those
+        taken more than :data:`LATE_S` after the storm's end (while the
+        benchmark counted): the last one kept is the backlog at the end."""
         points = [
             ConsumerPoint(
                 t=s.at - started_at,
@@ -76,7 +81,7 @@ class ConsumerRun:
                 write_errors=s.write_errors,
             )
             for s in samples
-            if s.at >= started_at
+            if started_at <= s.at <= started_at + storm_s + LATE_S
         ]
         return cls(rate, points, rows_stored, storm_s)
 
@@ -133,6 +138,15 @@ class ConsumerRun:
         if len(inside) < 2 or inside[-1].t <= inside[0].t:
             return None
         return (inside[-1].received - inside[0].received) / (inside[-1].t - inside[0].t)
+
+    def storm_needed_s(self) -> float | None:
+        """How long the storm would have had to last for the consumer to
+        end it with no more than :attr:`bound` events waiting, having
+        received what it received; None without samples."""
+        if not self.points:
+            return None
+        received = self.points[-1].received - self.points[0].received
+        return max(0.0, received - self.bound) / self.rate
 
     def bounded(self) -> bool | None:
         """Whether the backlog stayed bounded (see the module); None without

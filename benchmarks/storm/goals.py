@@ -325,6 +325,13 @@ def _consumer_goals(on: VariantResult, off: VariantResult | None) -> list[Goal]:
                     else ""
                 )
             )
+        needed = run.storm_needed_s()
+        if needed is not None and needed > on.storm_s:
+            goal.why.append(
+                f"to end with at most {run.bound:.0f} events waiting, the "
+                f"limiter-on storm would have had to last at least {needed:.0f} s, "
+                f"not {on.storm_s:.0f} s"
+            )
     return [goal, _consumer_lost_goal(on, off)]
 
 

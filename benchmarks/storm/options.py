@@ -139,7 +139,7 @@ class StormOptions:
         "storm",
         _report_name,
         "name of the report files in benchmarks/results/: NAME.md, "
-        "NAME-timeline.png, NAME.json (default: %(default)s)",
+        "NAME-timeline.png, NAME-consumer.png, NAME.json (default: %(default)s)",
         metavar="NAME",
     )
 

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from benchmarks import report
 from benchmarks.storm.accounting import Sample, VariantResult
-from benchmarks.storm.consumer import ConsumerPoint
+from benchmarks.storm.consumer import BOUND_S, ConsumerPoint
 from benchmarks.storm.goals import PING_P99_RATIO
 
 #: the panels over time: y label and the value of one sample (None: no point)
@@ -123,7 +123,11 @@ def consumer_plot(results: list[VariantResult], name: str) -> Path:
     bound = next((r.consumer.bound for r in results if r.consumer), None)
     if bound is not None:
         axes[0].axhline(
-            bound, color="grey", linestyle="--", linewidth=0.8, label="bounded below"
+            bound,
+            color="grey",
+            linestyle="--",
+            linewidth=0.8,
+            label=f"bound: {BOUND_S:g} s of the consumer's work",
         )
     axes[0].legend()
     axes[0].set_title(

@@ -25,14 +25,17 @@ def _run(backlogs: list[int], rate: float = 100.0, storm_s: float | None = None)
     )
 
 
-def test_samples_before_the_storm_are_left_out_and_rss_is_in_mib() -> None:
+def test_only_samples_of_the_storm_are_kept_and_rss_is_in_mib() -> None:
     samples = [
         ConsumerSample(START - 1, 5, 5, 0, 2048, 0),
         ConsumerSample(START + 2, 9, 7, 2, 3072, 1),
+        ConsumerSample(START + 10.5, 12, 9, 3, 3072, 1),  # the storm's end
+        ConsumerSample(START + 12, 20, 11, 9, 3072, 1),  # while counting
     ]
-    run = ConsumerRun.from_samples(100.0, samples, START, 10.0, rows_stored=7)
+    run = ConsumerRun.from_samples(100.0, samples, START, 10.0, rows_stored=9)
     assert [(p.t, p.backlog, p.rss_mb, p.write_errors) for p in run.points] == [
-        (2.0, 2, 3.0, 1)
+        (2.0, 2, 3.0, 1),
+        (10.5, 3, 3.0, 1),
     ]
     assert run.unaccounted == 0 and run.missing_rows == 0
 
@@ -59,7 +62,16 @@ def test_a_backlog_still_growing_in_the_second_half_is_not_bounded() -> None:
     assert run.bounded() is False
 
 
+def test_how_long_a_storm_must_last_for_the_consumer_to_keep_up() -> None:
+    run = _run([0, 0, 0, 0, 0], rate=2.0)  # received 40 over the storm
+    assert run.bound == 60
+    assert run.storm_needed_s() == 0.0
+    flooded = _run([0, 100, 200], rate=1.0)  # received 220, bound 30
+    assert flooded.storm_needed_s() == pytest.approx(190.0)
+
+
 def test_no_sample_is_no_verdict() -> None:
+    assert ConsumerRun(100.0).storm_needed_s() is None
     assert ConsumerRun(100.0).bounded() is None
     assert ConsumerRun(100.0).event_rate() is None
 

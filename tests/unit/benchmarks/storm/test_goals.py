@@ -157,3 +157,11 @@ def test_a_consumer_that_lost_events_fails_its_goal() -> None:
     lost = next(g for g in goals([on], LIMITS, DECISIONS) if "events" in g.name)
     assert lost.met is False
     assert "(200 missing)" in lost.line
+
+
+def test_a_flooded_consumer_is_told_how_long_the_storm_would_have_to_last() -> None:
+    on = _variant("on", storm_s=2, ping_s=1.0, rss=1000, backlogs=[0, 4000, 8000])
+    backlog = next(g for g in goals([on], LIMITS, DECISIONS) if "backlog" in g.name)
+    assert backlog.met is False
+    # received 8300 in the storm, at 100/s, at most 3000 waiting at the end
+    assert "would have had to last at least 53 s, not 2 s" in " ".join(backlog.why)
