@@ -110,7 +110,7 @@ class FleetWorker:
         self.stats = ProcessStats(index=index, pid=os.getpid(), minions=len(minion_ids))
         self._minions: dict[str, SimulatedMinion] = {}
         self._started: list[SimulatedMinion] = []
-        self._recent_jids: collections.OrderedDict[str, None] = (
+        self._recent_jids: collections.OrderedDict[tuple[str, str, Any], None] = (
             collections.OrderedDict()
         )
         self._stop = asyncio.Event()
@@ -299,10 +299,13 @@ class FleetWorker:
         if not isinstance(load, dict):
             return
         self.stats.publications += 1
-        jid = str(load.get("jid", ""))
-        if jid in self._recent_jids:
+        # A publication delivered twice is dropped, but not the next slice of
+        # a job a rate-limiting master publishes in slices under one jid:
+        # a real minion checks its jid_queue only once the target matched it.
+        key = (str(load.get("jid", "")), repr(load.get("tgt")), load.get("tgt_type"))
+        if key in self._recent_jids:
             return
-        self._recent_jids[jid] = None
+        self._recent_jids[key] = None
         if len(self._recent_jids) > _JID_MEMORY:
             self._recent_jids.popitem(last=False)
         for position, minion in enumerate(list(self._started)):

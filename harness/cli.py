@@ -13,7 +13,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness import argtypes
 from harness.entrypoint import run_harness_cli
@@ -78,6 +78,25 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-master-jobs", type=argtypes.positive, metavar="N")
     parser.add_argument("--max-minion-jobs", type=argtypes.positive, metavar="N")
     parser.add_argument("--max-queue", type=argtypes.positive, metavar="N")
+    parser.add_argument(
+        "--slices",
+        action="store_true",
+        help="publish big jobs in slices under one jid as returns free capacity "
+        "(rate_limiting:slices)",
+    )
+    parser.add_argument(
+        "--slice-min-targets",
+        type=argtypes.positive,
+        metavar="N",
+        help="smallest slice (slices:min_targets; implies --slices)",
+    )
+    parser.add_argument(
+        "--slice-backlog",
+        type=argtypes.seconds,
+        metavar="SECONDS",
+        help="size the budget of returns in flight from the measured return rate "
+        "times SECONDS (slices:backlog; implies --slices)",
+    )
     parser.add_argument(
         "--master-opts",
         type=Path,
@@ -299,17 +318,29 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     from harness.restart import load_options
     from harness.saltapi import ApiSettings
 
-    limits = {
+    limits: dict[str, Any] = {
         name: value
-        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
+        for name in (
+            "max_master_jobs",
+            "max_minion_jobs",
+            "max_queue",
+            "slice_min_targets",
+            "slice_backlog",
+        )
         if (value := getattr(args, name)) is not None
     }
+    if args.slices:
+        limits["slices"] = True
     if limits and not args.rate_limiting:
         flags = ", ".join("--" + name.replace("_", "-") for name in limits)
         verb = "needs" if len(limits) == 1 else "need"
         raise HarnessError(f"{flags} {verb} --rate-limiting")
     options: dict[str, object] = {}
+    if limits.get("slice_backlog") == 0:
+        raise HarnessError("--slice-backlog must be more than 0 seconds")
     if args.rate_limiting:
+        if "slice_min_targets" in limits or "slice_backlog" in limits:
+            limits["slices"] = True
         options.update(RateLimiting(**limits).master_options(args.worker_threads))
     if args.master_opts:
         options.update(load_options(args.master_opts))

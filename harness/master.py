@@ -13,8 +13,9 @@ from typing import Any
 
 import yaml
 
+from harness.consumer import ConsumerSettings
 from harness.errors import HarnessError
-from harness.events import EventListener
+from harness.events import ENGINE_DIR, EventListener
 from harness.ports import LOOPBACK, is_listening
 from harness.postgres import ConnectionInfo
 from harness.processes import ManagedProcess
@@ -136,6 +137,9 @@ class MasterSettings(MasterLayout):
     pillar_files: Mapping[str, str] = field(default_factory=dict)
     #: serve package states (saltext.pkgstate) from :attr:`postgres`
     pkgstates: bool = False
+    #: the event consumer engine (stores every event in :attr:`postgres`
+    #: at a bounded rate); None: none
+    consumer: ConsumerSettings | None = None
 
 
 def render_config(
@@ -167,7 +171,31 @@ def render_config(
 
         opts.update(master_options(opts, settings.postgres))
     opts.update(settings.extra)
+    if settings.consumer is not None:
+        _add_consumer(opts, settings.consumer, settings.postgres)
     return opts
+
+
+def _add_consumer(
+    opts: dict[str, Any],
+    consumer: ConsumerSettings,
+    postgres: ConnectionInfo | None,
+) -> None:
+    """Append the consumer engine to ``opts["engines"]``, beside whatever
+    engines the listener or ``extra`` configured."""
+    if postgres is None:
+        raise HarnessError(
+            "the event consumer stores events in PostgreSQL: give the master "
+            "a database (MasterSettings.postgres)"
+        )
+    engines = opts.get("engines") or []
+    if isinstance(engines, dict):
+        engines = [{name: conf} for name, conf in engines.items()]
+    opts["engines"] = [*engines, consumer.engine(postgres.dsn)]
+    dirs = list(opts.get("engines_dirs") or [])
+    if str(ENGINE_DIR) not in dirs:
+        dirs.append(str(ENGINE_DIR))
+    opts["engines_dirs"] = dirs
 
 
 def in_process_opts(workdir: Path, **overrides: Any) -> dict[str, Any]:
@@ -269,6 +297,15 @@ class Master:
             since=since,
             daemon_log=self.settings.log_file,
         )
+        if self.settings.consumer is not None:
+            # events fired before it reads the bus would never reach it
+            wait_for_start_event(
+                self.process,
+                self.listener,
+                self.settings.consumer.start_tag,
+                since=since,
+                daemon_log=self.settings.log_file,
+            )
         self.process.wait_until(
             lambda: is_listening(self.settings.ret_port),
             timeout=30,

@@ -41,6 +41,9 @@ PUBLISHED_OUTCOMES = ("published", "published_excluding", "published_unchecked")
 #: Fired when a job enters the queue; not an outcome.
 QUEUED = "queued"
 
+#: ``salt/ratelimit/slice/<jid>/<n>``: slice ``n`` of a job went out.
+SLICE_EVENTS = "salt/ratelimit/slice/*"
+
 JOB_EVENTS = "salt/ratelimit/job/*"
 RECONCILED_EVENT = "salt/ratelimit/capacity/reconciled"
 MANAGER_START_EVENT = "salt/ratelimit/manager/start"
@@ -66,6 +69,19 @@ class RateLimiting:
     #: MWorkers of a worker pool of their own for the exempt functions'
     #: publications and returns (``worker_pools:<pool>:functions``); 0: none
     exempt_pool_workers: int = 0
+    #: publish big jobs in slices under one jid (``rate_limiting:slices``)
+    slices: bool = False
+    #: smallest slice (``slices:min_targets``); None: Salt's default
+    slice_min_targets: int | None = None
+    #: seconds of returns in flight the budget is sized for
+    #: (``slices:backlog``); None: the budget is ``max_master_jobs``
+    slice_backlog: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.slices and (
+            self.slice_min_targets is not None or self.slice_backlog is not None
+        ):
+            raise ValueError("slice_min_targets and slice_backlog need slices=True")
 
     def master_options(self, worker_threads: int = 4) -> dict[str, Any]:
         """``{"rate_limiting": {...}}``, to merge into the master config; with
@@ -81,6 +97,8 @@ class RateLimiting:
         }
         if self.exempt is not None:
             settings["exempt"] = list(self.exempt)
+        if self.slices:
+            settings["slices"] = self.slices_option()
         options: dict[str, Any] = {"rate_limiting": settings}
         if self.exempt_pool_workers:
             options["worker_pools"] = {
@@ -91,6 +109,15 @@ class RateLimiting:
                 "default": {"worker_count": worker_threads, "commands": ["*"]},
             }
         return options
+
+    def slices_option(self) -> dict[str, Any]:
+        """``rate_limiting:slices`` (a mapping: Salt fills in the defaults)."""
+        option: dict[str, Any] = {}
+        if self.slice_min_targets is not None:
+            option["min_targets"] = self.slice_min_targets
+        if self.slice_backlog is not None:
+            option["backlog"] = self.slice_backlog
+        return option
 
     def exempt_functions(self) -> list[str]:
         """The functions that bypass the queue, as the master resolves them."""
@@ -169,6 +196,20 @@ def outcomes(events: list[Event]) -> dict[str, list[str]]:
         if fired is not None and fired[1] != QUEUED:
             found.setdefault(fired[0], []).append(fired[1])
     return found
+
+
+def slice_event(tag: str) -> tuple[str, int] | None:
+    """``(jid, slice number)`` of a ``salt/ratelimit/slice/<jid>/<n>`` tag; None
+    for any other tag.
+
+    .. code-block:: python
+
+        slice_event("salt/ratelimit/slice/20261122/2")  # ('20261122', 2)
+    """
+    parts = tag.split("/")
+    if len(parts) == 5 and parts[:3] == ["salt", "ratelimit", "slice"]:
+        return parts[3], int(parts[4])
+    return None
 
 
 def listener_outcomes(listener: EventListener, since: int = 0) -> dict[str, list[str]]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import migrations
+from harness.consumer import ConsumerSettings
 from harness.errors import HarnessError, simulator_errors
 from harness.events import EventListener
 from harness.fleet import FleetConfig, SimulatedFleet
@@ -91,6 +92,9 @@ class StackSettings:
     # Where the daemons' logs are copied when the stack stops (its root may be
     # a temporary directory that goes away).
     logs_dir: Path | None = None
+    #: the event consumer engine on the master, storing every event in the
+    #: stack's database at a bounded rate (harness.consumer); None: none
+    consumer: ConsumerSettings | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StackSettings:
@@ -215,6 +219,7 @@ class Stack:
                 extra=s.master_opts,
                 pillar_files=s.pillar_files,
                 pkgstates=s.pkgstates,
+                consumer=s.consumer,
             ),
             self.listener,
         )
@@ -346,6 +351,7 @@ def fleet_stack(
     dsn: str | None = None,
     api: ApiSettings | None = None,
     pkgstates: bool = False,
+    consumer: ConsumerSettings | None = None,
 ) -> Stack:
     """A stack of ``minions`` simulated minions and no real one, not started.
 
@@ -356,7 +362,8 @@ def fleet_stack(
     written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
     points the master at an existing PostgreSQL instead of an embedded one;
     ``api`` adds salt-api beside the master; ``pkgstates`` serves package
-    states (:mod:`harness.pkgstates`).
+    states (:mod:`harness.pkgstates`); ``consumer`` adds the event consumer
+    engine.
 
     .. code-block:: python
 
@@ -379,5 +386,6 @@ def fleet_stack(
             logs_dir=logs_dir,
             api=api,
             pkgstates=pkgstates,
+            consumer=consumer,
         )
     )

@@ -7,6 +7,13 @@ same fleet of simulated minions, which run at most ``max_minion_jobs`` jobs
 at once (more wait on the minion) and count, from their own side, the most
 jobs each ever had in flight.
 
+Each master also runs an event consumer (``--consumer-rate``, 150 events/s
+by default), standing for SUSE Manager: an engine that takes every event off
+the master's bus into an unbounded queue in its memory and stores at most
+that many per second in PostgreSQL, sampling its backlog and RSS once a
+second. Its backlog over the storm, off vs on, shows the failure the limiter
+exists for (:mod:`benchmarks.storm.consumer` says when it is bounded).
+
 During the storm, once a second:
 
 - master RSS, summed over every process of the master;
@@ -42,8 +49,10 @@ Layout (one job per module)::
     accounting.py  the workload, JobBook and the records: what is counted how
     decide.py      the criteria module micro-benchmark
     report.py      the Markdown report and its data file
-    goals.py       the issue's goals, each with its verdict
-    plot.py        the timeline plot
+    consumer.py    the event consumer's samples on the storm's clock; bounded?
+    goals.py       the issue's goals, limiter on vs off, each with its verdict
+                   and, when missed, by how much and the run's data on why
+    plot.py        the timeline plot and the consumer's
 
 .. code-block:: python
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from benchmarks import report
+from benchmarks.storm.consumer import ConsumerRun
 from harness.ratelimit import PUBLISHED_OUTCOMES, QUEUED, RateLimiting, job_event
 
 #: MWorkers of the master's default pool (the exempt pool, if any, adds its own)
@@ -117,6 +118,8 @@ class VariantResult:
     samples: list[Sample] = field(default_factory=list)
     pings: list[Ping] = field(default_factory=list)
     pings_skipped: int = 0
+    #: the event consumer on this variant's master; None: it had none
+    consumer: ConsumerRun | None = None
 
     @property
     def cut(self) -> bool:
@@ -133,6 +136,14 @@ class VariantResult:
     def max_minion_points(self) -> int:
         """The most points one minion held in any sample."""
         return max((s.max_minion_points for s in self.samples), default=0)
+
+    def over_capacity(self) -> bool:
+        """Whether a minion ever had more jobs in flight (running or waiting
+        on it) than the limiter's ``max_minion_jobs`` (Salt's default when
+        this variant had no limiter): the fleet counts the most one minion
+        had, so this is "some minion was over", not how many were."""
+        cap = (self.limiter or RateLimiting()).max_minion_jobs
+        return self.peak_minion_jobs > cap
 
     @property
     def ping_p99(self) -> float:

@@ -1,61 +1,406 @@
-"""The issue's goals for the storm, each with its verdict."""
+"""The issue's goals for the storm, limiter on against off in the same run,
+each with its verdict and, when missed, by how much and the run's own data
+on why.
+
+A relative goal reads ``on / off`` as a ratio: "1.34x, goal <= 1.1x: missed
+by 0.24x". A goal that needs a variant the run did not have (or a number it
+did not measure) is "not measured", never met.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
 
 from benchmarks import report
 from benchmarks.storm.accounting import VariantResult
+from benchmarks.storm.consumer import BOUND_S, ConsumerRun
 from benchmarks.storm.decide import DecideResult
 from harness.ratelimit import RateLimiting
 
-#: goals with the limiter on
-GOAL_PING_P99_S: Final = 2.0
+#: limiter on against off, same run: the most each ratio may be
+PING_P99_RATIO: Final = 0.2
+STORM_RATIO: Final = 1.1
+RSS_RATIO: Final = 1.05
+#: one decision of the criteria module, p99 microseconds
 GOAL_DECIDE_US: Final = 50.0
+
+NOT_MEASURED: Final = "not measured"
+
+
+@dataclass
+class Goal:
+    """One goal: what it is about, its line in the report, whether it was
+    met (None: not measured) and, when missed, facts from the run on why."""
+
+    name: str
+    line: str
+    met: bool | None
+    why: list[str] = field(default_factory=list)
 
 
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
-def goal_lines(
+def ratio_text(on: float, off: float, limit: float) -> tuple[str, bool | None]:
+    """``on / off`` against ``limit``: the words and whether it is met
+    (None when ``off`` is 0: no ratio).
+
+    .. code-block:: python
+
+        ratio_text(13.4, 10.0, 1.1)  # ('1.34x, goal <= 1.1x: missed by 0.24x', False)
+    """
+    if off <= 0:
+        return (
+            f"no ratio (off measured {off:g}), goal <= {limit:g}x: {NOT_MEASURED}",
+            None,
+        )
+    # compared as printed: "1.10x" is within "<= 1.1x"
+    ratio = round(on / off, 2)
+    if ratio <= limit:
+        return f"{ratio:.2f}x, goal <= {limit:g}x: met", True
+    return f"{ratio:.2f}x, goal <= {limit:g}x: missed by {ratio - limit:.2f}x", False
+
+
+def goals(
     results: list[VariantResult],
     limits: RateLimiting,
     decisions: list[DecideResult],
-) -> list[Any]:
-    """The issue's goals for the limiter-on variant, each with its verdict."""
-    lines: list[Any] = [
-        "## Goals (limiter on)",
+) -> list[Goal]:
+    """Every goal of the issue with its verdict, in the report's order."""
+    by_name = {r.name: r for r in results}
+    on, off = by_name.get("on"), by_name.get("off")
+    found: list[Goal] = []
+    if on is None:
+        found.append(
+            Goal("limiter on", "- limiter on: not run, no goal measured", None)
+        )
+    else:
+        found += [
+            _ping_goal(on, off),
+            _duration_goal(on, off),
+            _rss_goal(on, off),
+            _lost_goal(on, off),
+            _capacity_goal(on, off, limits),
+            *_consumer_goals(on, off),
+        ]
+    if decisions:
+        worst = max(report.percentile(d.samples_us, 99) for d in decisions)
+        found.append(
+            Goal(
+                "one decision",
+                f"- one decision of the criteria module: worst p99 {worst:.1f} us "
+                f"<= {GOAL_DECIDE_US:g} us: " + _verdict(worst <= GOAL_DECIDE_US),
+                worst <= GOAL_DECIDE_US,
+            )
+        )
+    return found
+
+
+def _relative(
+    what: str,
+    on: VariantResult,
+    off: VariantResult | None,
+    value: Callable[[VariantResult], float],
+    shown: str,
+    limit: float,
+) -> tuple[str, bool | None]:
+    """The goal line ``what on X vs off Y: ratio`` and its verdict;
+    ``shown`` formats a value (``"{:.2f} s"``)."""
+    if off is None:
+        return (
+            f"- {what} on {shown.format(value(on))} vs off -: {NOT_MEASURED}, "
+            f"the run had no limiter-off variant (goal <= {limit:g}x of off)",
+            None,
+        )
+    text, met = ratio_text(value(on), value(off), limit)
+    return (
+        f"- {what} on {shown.format(value(on))} vs off "
+        f"{shown.format(value(off))}: {text}",
+        met,
+    )
+
+
+def _ping_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+    if not on.pings or (off is not None and not off.pings):
+        return Goal(
+            "presence-ping p99",
+            f"- presence-ping p99: {NOT_MEASURED}, a variant sent no ping "
+            "(the storm ended too soon)",
+            None,
+        )
+    line, met = _relative(
+        "presence-ping p99", on, off, lambda r: r.ping_p99, "{:.2f} s", PING_P99_RATIO
+    )
+    why = []
+    if met is False:
+        why.append(
+            "presence pings, p99 of publish / first return / all returned: "
+            + "; ".join(f"{r.name} {_ping_parts(r)}" for r in (on, off) if r)
+        )
+        backlog = _little(on)
+        if backlog:
+            why.append(backlog)
+    return Goal("presence-ping p99", line, met, why)
+
+
+def _ping_parts(result: VariantResult) -> str:
+    def p99(values: list[float | None]) -> str:
+        known = [v for v in values if v is not None]
+        return f"{report.percentile(known, 99):.2f}" if known else "-"
+
+    pings = result.pings
+    return (
+        f"{p99([p.publish_s for p in pings])} / {p99([p.first_s for p in pings])} / "
+        f"{p99([p.seconds for p in pings])} s"
+    )
+
+
+def _little(on: VariantResult) -> str | None:
+    """Little's law on the limiter-on master: points held / returns per
+    second is how long a new return waits behind those in flight."""
+    points = max((s.master_points for s in on.samples), default=0)
+    rates = [s.returns_per_s for s in on.samples if s.returns_per_s > 0]
+    if not points or not rates:
+        return None
+    rate = report.median(rates)
+    return (
+        f"limiter on held up to {points} points (returns awaited at once) "
+        f"while returns arrived at a median {rate:.0f}/s: a return waited "
+        f"about {points / rate:.0f} s behind those in flight (Little's law)"
+    )
+
+
+def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+    line, met = _relative(
+        "storm duration", on, off, lambda r: r.storm_s, "{:.0f} s", STORM_RATIO
+    )
+    if on.cut:
+        line += " (limiter on was cut short by --max-wait: at least that)"
+    why = []
+    if met is False and off is not None:
+        queued = max((s.queued for s in on.samples), default=0)
+        why.append(
+            f"submitting the storm took {on.submit_s:.0f} s on vs "
+            f"{off.submit_s:.0f} s off; up to {queued} jobs waited in the "
+            f"limiter's queue; returns arrived at {_return_rate(on):.0f}/s on "
+            f"average on vs {_return_rate(off):.0f}/s off"
+        )
+    return Goal("storm duration", line, met, why)
+
+
+def _return_rate(result: VariantResult) -> float:
+    return result.received_cache / result.storm_s if result.storm_s else 0.0
+
+
+def _rss_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+    line, met = _relative(
+        "master RSS peak", on, off, lambda r: r.peak_rss_mb, "{:.0f} MiB", RSS_RATIO
+    )
+    why = []
+    if met is False and off is not None:
+        grown = _role_difference(on, off)
+        if grown:
+            why.append(
+                "at each variant's RSS peak, the processes with the most more "
+                "memory on than off: "
+                + ", ".join(f"{name} {mib:+.0f} MiB" for name, mib in grown)
+            )
+    return Goal("master RSS peak", line, met, why)
+
+
+def _role_difference(
+    on: VariantResult, off: VariantResult, shown: int = 3
+) -> list[tuple[str, float]]:
+    def at_peak(result: VariantResult) -> dict[str, float]:
+        if not result.samples:
+            return {}
+        return max(result.samples, key=lambda s: s.master_rss_mb).rss_by_role
+
+    on_roles, off_roles = at_peak(on), at_peak(off)
+    differences = [
+        (name, on_roles.get(name, 0.0) - off_roles.get(name, 0.0))
+        for name in set(on_roles) | set(off_roles)
+    ]
+    differences.sort(key=lambda item: (-item[1], item[0]))
+    return [item for item in differences[:shown] if item[1] > 0]
+
+
+def _lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+    reference = f" (off: {_lost_words(off)})" if off else ""
+    if on.cut:
+        return Goal(
+            "lost returns",
+            f"- lost returns: {NOT_MEASURED}, limiter on was cut short with "
+            f"{on.missing_returns} returns missing{reference}",
+            None,
+        )
+    lost = on.missing_returns
+    goal = Goal(
+        "lost returns",
+        f"- lost returns with the limiter on: {lost}, goal 0: "
+        + (_verdict(True) if lost == 0 else f"missed by {lost}")
+        + reference,
+        lost == 0,
+    )
+    if lost:
+        goal.why.append(
+            f"{on.expected_returns} returns expected from published jobs, "
+            f"{on.received_cache} in the job cache, {on.received_bus} seen on "
+            f"the bus; the minions reported {on.minion_return_errors} return "
+            f"errors; {on.outcomes['expired']} jobs expired unpublished"
+        )
+    return goal
+
+
+def _lost_words(result: VariantResult) -> str:
+    if result.cut:
+        return f"cut short, {result.missing_returns} missing"
+    return f"{result.missing_returns} lost"
+
+
+def _capacity_goal(
+    on: VariantResult, off: VariantResult | None, limits: RateLimiting
+) -> Goal:
+    cap = limits.max_minion_jobs
+    reference = f" (off: at most {off.peak_minion_jobs})" if off else ""
+    over = on.peak_minion_jobs - cap
+    goal = Goal(
+        "minion capacity",
+        f"- no minion over its capacity with the limiter on: at most "
+        f"{on.peak_minion_jobs} jobs in flight on one minion, goal <= {cap}: "
+        + (_verdict(True) if over <= 0 else f"missed by {over}")
+        + reference,
+        over <= 0,
+    )
+    if over > 0:
+        goal.why.append(
+            f"the minions counted up to {on.peak_minion_jobs} jobs running or "
+            f"waiting on one of them; the queue manager's ledger held at most "
+            f"{on.max_minion_points} points for one minion"
+        )
+    return goal
+
+
+def _consumer_goals(on: VariantResult, off: VariantResult | None) -> list[Goal]:
+    """The consumer's backlog bounded with the limiter on, how far it grew
+    off; and no event lost by the consumer in either."""
+    if on.consumer is None or not on.consumer.points:
+        return [
+            Goal(
+                "event consumer backlog",
+                f"- event consumer backlog bounded with the limiter on: "
+                f"{NOT_MEASURED}, "
+                + (
+                    "the run had no consumer (--consumer-rate 0)"
+                    if on.consumer is None
+                    else "the consumer wrote no sample"
+                ),
+                None,
+            )
+        ]
+    run = on.consumer
+    bounded = bool(run.bounded())
+    line = (
+        f"- event consumer ({run.rate:g} events/s) backlog bounded with the "
+        f"limiter on (peak <= {BOUND_S:g} s of its work, {run.bound:.0f} "
+        f"events, and a trend over the storm's second half <= "
+        f"{run.flat_trend:g} events/s): {_backlog_words(run)}: " + _verdict(bounded)
+    )
+    if off is not None and off.consumer is not None and off.consumer.points:
+        line += f"; limiter off: {_backlog_words(off.consumer)}"
+    goal = Goal("event consumer backlog", line, bounded)
+    if not bounded:
+        rate = run.event_rate()
+        if rate is not None:
+            goal.why.append(
+                f"events reached the consumer at {rate:.0f}/s on average over "
+                f"the limiter-on storm, against the {run.rate:g}/s it stores"
+                + (
+                    ": faster on average, so no publishing order keeps its "
+                    "backlog bounded without making the storm last longer"
+                    if rate > run.rate
+                    else ""
+                )
+            )
+        needed = run.storm_needed_s()
+        if needed is not None and needed > on.storm_s:
+            goal.why.append(
+                f"to end with at most {run.bound:.0f} events waiting, the "
+                f"limiter-on storm would have had to last at least {needed:.0f} s, "
+                f"not {on.storm_s:.0f} s"
+            )
+    return [goal, _consumer_lost_goal(on, off)]
+
+
+def _backlog_words(run: ConsumerRun) -> str:
+    peak, final = run.peak, run.final
+    if peak is None or final is None:
+        return "no sample"
+    trend = run.trend()
+    return (
+        f"peak {peak.backlog} events ({peak.backlog / run.rate:.0f} s of work) "
+        f"at {peak.t:.0f} s, final {final.backlog} at {final.t:.0f} s, trend "
+        + (f"{trend:+.1f} events/s" if trend is not None else "-")
+        + f", consumer RSS peak {run.peak_rss_mb:.0f} MiB, "
+        f"final {final.rss_mb:.0f} MiB"
+    )
+
+
+def _consumer_lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+    runs = [(r.name, r.consumer) for r in (on, off) if r and r.consumer]
+    parts = []
+    lost_any = False
+    for name, run in runs:
+        lost = run.unaccounted + run.missing_rows
+        lost_any = lost_any or lost > 0
+        last = run.final
+        stored = last.stored if last else 0
+        parts.append(
+            f"{name}: received {last.received if last else 0} = stored {stored} "
+            f"+ waiting {last.backlog if last else 0}"
+            + (f" ({run.unaccounted} unaccounted)" if run.unaccounted else "")
+            + f", {run.rows_stored} rows in its table"
+            + (f" ({run.missing_rows} missing)" if run.missing_rows else "")
+        )
+    return Goal(
+        "event consumer events",
+        "- event consumer lost no event (at its last sample): "
+        + "; ".join(parts)
+        + ": "
+        + _verdict(not lost_any),
+        not lost_any,
+    )
+
+
+def goal_lines(found: list[Goal]) -> list[str]:
+    """The goals section."""
+    return [
+        "## Goals (limiter on vs off, same run)",
+        "",
+        *(goal.line for goal in found),
         "",
     ]
-    on = next((r for r in results if r.name == "on"), None)
-    if on is not None:
-        lost = on.missing_returns
-        rss = [s.master_rss_mb for s in on.samples]
-        lines += [
-            f"- no minion over its capacity: at most {on.peak_minion_jobs} jobs "
-            f"on one minion <= {limits.max_minion_jobs} (the queue manager's "
-            f"ledger: at most {on.max_minion_points} points on one minion): "
-            + _verdict(on.peak_minion_jobs <= limits.max_minion_jobs),
-            f"- bounded master RSS: peak {on.peak_rss_mb:.0f} MiB, at end "
-            f"{rss[-1] if rss else 0:.0f} MiB (see the plot)",
-            (
-                f"- returns lost for published jobs: not known, the run was cut "
-                f"with {lost} returns missing"
-                if on.cut
-                else f"- returns lost for published jobs: {lost}: "
-                + _verdict(lost == 0)
-            ),
-            (
-                f"- presence ping p99 {on.ping_p99:.2f} s <= {GOAL_PING_P99_S:g} s: "
-                + _verdict(on.ping_p99 <= GOAL_PING_P99_S)
-                if on.pings
-                else "- presence ping: none was sent, the storm ended too soon"
-            ),
+
+
+def why_lines(found: list[Goal]) -> list[str]:
+    """For each goal missed: what the run's data says about why, then room
+    for the analysis the data cannot give."""
+    missed = [goal for goal in found if goal.met is False]
+    if not missed:
+        return []
+    lines = ["## Why goals were missed", ""]
+    for goal in missed:
+        lines.append(f"- {goal.name}:")
+        lines += [f"  - {fact}" for fact in goal.why] or [
+            "  - the run's data says nothing more"
         ]
-    worst = max(report.percentile(d.samples_us, 99) for d in decisions)
-    lines.append(
-        f"- one decision: worst p99 {worst:.1f} us <= {GOAL_DECIDE_US:g} us: "
-        + _verdict(worst <= GOAL_DECIDE_US)
-    )
+    lines += [
+        "",
+        "Analysis beyond these numbers: _to be written by whoever ran the "
+        "storm, from the plots and the data file._",
+        "",
+    ]
     return lines

@@ -48,6 +48,20 @@ def _seconds(value: str) -> float:
     return seconds
 
 
+def _rate(value: str) -> float:
+    try:
+        rate = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number of events per second: {value!r}"
+        ) from None
+    if not 0 <= rate < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be 0 or more events per second: {value}"
+        )
+    return rate
+
+
 def _report_name(value: str) -> str:
     if not value or value.startswith(".") or "/" in value or "\\" in value:
         raise argparse.ArgumentTypeError(
@@ -103,19 +117,41 @@ class StormOptions:
         "functions (worker_pools:<pool>:functions); 0: no such pool "
         "(default: %(default)s)",
     )
+    consumer_rate: float = _option(
+        150.0,
+        _rate,
+        "events per second the event consumer (an engine on each master that "
+        "stores every event in PostgreSQL, as SUSE Manager does) stores at "
+        "most; 0: no consumer (default: %(default)s)",
+    )
+    slice_min_targets: int = _option(
+        100,
+        non_negative,
+        "the limiter-on master publishes a job in slices of at least this "
+        "many minions as its max_master_jobs budget frees "
+        "(rate_limiting:slices:min_targets); 0: no slices, every job to all "
+        "its minions at once (default: %(default)s)",
+    )
     output_name: str = _option(
         "storm",
         _report_name,
         "name of the report files in benchmarks/results/: NAME.md, "
-        "NAME-timeline.png, NAME.json (default: %(default)s)",
+        "NAME-timeline.png, NAME-consumer.png, NAME.json (default: %(default)s)",
         metavar="NAME",
     )
 
     def rate_limiting(self) -> RateLimiting:
         """The ``rate_limiting`` of the limiter-on master."""
         return RateLimiting(
-            max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
+            max_master_jobs=self.max_master_jobs,
+            exempt_pool_workers=self.exempt_pool,
+            slices=bool(self.slice_min_targets),
+            slice_min_targets=self.slice_min_targets or None,
         )
+
+    def limiter_master_options(self, worker_threads: int) -> dict[str, Any]:
+        """The master options of the limiter-on master (:meth:`rate_limiting`'s)."""
+        return self.rate_limiting().master_options(worker_threads)
 
     def reproduce_command(self) -> str:
         """The ``nox`` command line that runs this storm again, naming only

@@ -1,5 +1,6 @@
-"""The storm's timeline: six panels over time and the presence pings, one
-line per variant, as ``results/<name>-timeline.png``."""
+"""The storm's plots, one line per variant: the timeline (six panels over
+time and the presence pings) as ``results/<name>-timeline.png``, and the
+event consumer's backlog and memory as ``results/<name>-consumer.png``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, Final
 
 from benchmarks import report
 from benchmarks.storm.accounting import Sample, VariantResult
-from benchmarks.storm.goals import GOAL_PING_P99_S
+from benchmarks.storm.consumer import BOUND_S, ConsumerPoint
+from benchmarks.storm.goals import PING_P99_RATIO
 
 #: the panels over time: y label and the value of one sample (None: no point)
 PANELS: Final[tuple[tuple[str, Callable[[Sample], float | None]], ...]] = (
@@ -70,8 +72,72 @@ def _pings_panel(ax: Any, results: list[VariantResult]) -> None:
                 s=4,
                 label=f"limiter {r.name}",
             )
-    ax.axhline(GOAL_PING_P99_S, color="grey", linestyle="--", linewidth=0.8)
+    off = next((r for r in results if r.name == "off" and r.pings), None)
+    if off is not None:
+        # the goal: the limiter-on p99 at most this share of the off p99
+        ax.axhline(
+            PING_P99_RATIO * off.ping_p99,
+            color="grey",
+            linestyle="--",
+            linewidth=0.8,
+            label=f"goal: {PING_P99_RATIO:g}x of off's p99",
+        )
     ax.set_ylabel("presence ping (s)", fontsize=8)
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
     ax.set_xlabel("seconds since the storm began")
+
+
+#: the consumer's panels: y label and the value of one sample
+CONSUMER_PANELS: Final[tuple[tuple[str, Callable[[ConsumerPoint], float]], ...]] = (
+    ("consumer backlog (events)", lambda p: p.backlog),
+    ("consumer RSS (MiB)", lambda p: p.rss_mb),
+    ("events received (total)", lambda p: p.received),
+    ("events stored (total)", lambda p: p.stored),
+)
+
+
+def consumer_plot(results: list[VariantResult], name: str) -> Path:
+    """The consumer's backlog, memory and counts over time, saved as
+    ``results/<name>-consumer.png``; the backlog panel marks the bound."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        len(CONSUMER_PANELS), 1, figsize=(9, 10), dpi=100, sharex=True
+    )
+    for ax, (title, value) in zip(axes, CONSUMER_PANELS, strict=True):
+        for r in results:
+            if r.consumer and r.consumer.points:
+                points = r.consumer.points
+                ax.plot(
+                    [p.t for p in points],
+                    [value(p) for p in points],
+                    label=f"limiter {r.name}",
+                    linewidth=1,
+                )
+        ax.set_ylabel(title, fontsize=8)
+        ax.grid(alpha=0.3)
+    bound = next((r.consumer.bound for r in results if r.consumer), None)
+    if bound is not None:
+        axes[0].axhline(
+            bound,
+            color="grey",
+            linestyle="--",
+            linewidth=0.8,
+            label=f"bound: {BOUND_S:g} s of the consumer's work",
+        )
+    axes[0].legend()
+    axes[0].set_title(
+        "Event consumer (stores every event at a bounded rate): rate limiting "
+        + " vs ".join(r.name for r in results)
+    )
+    axes[-1].set_xlabel("seconds since the storm began")
+    fig.tight_layout()
+    report.RESULTS.mkdir(parents=True, exist_ok=True)
+    path = report.RESULTS / f"{name}-consumer.png"
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -22,10 +22,11 @@ from benchmarks.storm.accounting import (
     WORKER_THREADS,
     VariantResult,
 )
+from benchmarks.storm.consumer import BOUND_S, TREND_SHARE
 from benchmarks.storm.decide import DecideResult
-from benchmarks.storm.goals import goal_lines
+from benchmarks.storm.goals import goal_lines, goals, why_lines
 from benchmarks.storm.options import StormOptions
-from benchmarks.storm.plot import timeline_plot
+from benchmarks.storm.plot import consumer_plot, timeline_plot
 from harness.ratelimit import RateLimiting
 
 RSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
@@ -34,11 +35,14 @@ RSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
 def write_report(
     results: list[VariantResult], decisions: list[DecideResult], options: StormOptions
 ) -> Path:
-    """Write the report, its plot and its data under ``options.output_name``;
+    """Write the report, its plots and its data under ``options.output_name``;
     return the report's path."""
     lines = report_lines(results, decisions, options)
     plot = timeline_plot(results, options.output_name)
     lines += ["", f"![storm over time]({plot.name})"]
+    if any(r.consumer and r.consumer.points for r in results):
+        consumer = consumer_plot(results, options.output_name)
+        lines += ["", f"![event consumer over time]({consumer.name})"]
     report.write_data(
         options.output_name,
         {
@@ -54,14 +58,17 @@ def report_lines(
 ) -> list[Any]:
     """The report's Markdown, section by section (no plot)."""
     limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
+    found = goals(results, limits, decisions)
     return [
         *_intro(limits, options),
+        *goal_lines(found),
+        *why_lines(found),
         *_end_counts(results),
         *_over_time(results),
         *_ping_section(results),
+        *_consumer_section(results),
         *_memory_section(results),
         *_decision_section(decisions, options.minions),
-        *goal_lines(results, limits, decisions),
     ]
 
 
@@ -99,8 +106,17 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
         f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
         + pool
+        + (
+            "A job is published in slices of at least "
+            f"{options.slice_min_targets} minions under its one jid, each as "
+            "returns free the max_master_jobs budget "
+            "(`rate_limiting:slices`). "
+            if options.slice_min_targets
+            else ""
+        )
         + f"Limiter off: {WORKER_THREADS} MWorkers in one pool. "
-        f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
+        + _consumer_intro(options)
+        + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
         "(a fixed shuffled order through the fleet). "
         f"Reproduce: `{options.reproduce_command()}`.",
@@ -228,7 +244,10 @@ def _memory_section(results: list[VariantResult]) -> list[Any]:
         "",
         "RSS of the master's processes in MiB, summed per role (the MWorkers "
         "of one pool are one role), at the first sample and at the end, the "
-        f"{RSS_ROLES_SHOWN} that grew most per variant.",
+        f"{RSS_ROLES_SHOWN} that grew most per variant. The event consumer's "
+        "engine process is not counted here nor in the master's RSS: it "
+        "stands for SUSE Manager beside the master (its RSS is in the "
+        "consumer's table).",
         "",
         report.table(
             ["limiter", "process", "first MiB", "end MiB", "growth MiB"],
@@ -262,6 +281,78 @@ def _decision_section(decisions: list[DecideResult], minions: int) -> list[Any]:
         ),
         "",
     ]
+
+
+def _consumer_intro(options: StormOptions) -> str:
+    if not options.consumer_rate:
+        return "No event consumer. "
+    return (
+        "Each master has an event consumer, as SUSE Manager reads the bus: an "
+        "engine that takes every event off the master's bus into an "
+        "unbounded queue in its memory and stores at most "
+        f"{options.consumer_rate:g} events/s in PostgreSQL (`consumer_event`), "
+        "sampling its backlog and RSS once a second. "
+    )
+
+
+#: the consumer, per variant
+CONSUMER: Final[tuple[Column, ...]] = (
+    ("limiter", lambda r: r.name),
+    ("events/s in (storm average)", lambda r: _consumer_rate_in(r)),
+    ("stores events/s", lambda r: f"{r.consumer.rate:g}" if r.consumer else "-"),
+    ("backlog peak (at s)", lambda r: _consumer_peak(r)),
+    ("backlog final", lambda r: _consumer_final(r, "backlog")),
+    ("trend, 2nd half, events/s", lambda r: _consumer_trend(r)),
+    ("RSS peak MiB", lambda r: f"{r.consumer.peak_rss_mb:.0f}" if r.consumer else "-"),
+    ("RSS final MiB", lambda r: _consumer_final(r, "rss_mb")),
+    ("received", lambda r: _consumer_final(r, "received")),
+    ("stored", lambda r: _consumer_final(r, "stored")),
+    ("rows in table", lambda r: r.consumer.rows_stored if r.consumer else "-"),
+    ("failed writes", lambda r: _consumer_final(r, "write_errors")),
+)
+
+
+def _consumer_section(results: list[VariantResult]) -> list[Any]:
+    """The event consumer's backlog and memory, per variant."""
+    if not any(r.consumer for r in results):
+        return []
+    return [
+        "## Event consumer",
+        "",
+        "The consumer's own samples: events received off the bus, stored in "
+        "PostgreSQL, and waiting in its memory (the backlog), over the storm "
+        "(final: its last sample, taken when the storm ended). Its backlog is "
+        f"bounded when it never exceeds {BOUND_S:g} s of the consumer's work "
+        "and its least-squares trend over the storm's second half is at most "
+        f"{TREND_SHARE:.0%} of its rate. Rows in table: `consumer_event` "
+        "counted after the last sample, at least its stored.",
+        "",
+        _table(results, CONSUMER),
+        "",
+    ]
+
+
+def _consumer_peak(result: VariantResult) -> str:
+    peak = result.consumer.peak if result.consumer else None
+    return f"{peak.backlog} ({peak.t:.0f})" if peak else "-"
+
+
+def _consumer_final(result: VariantResult, attribute: str) -> str:
+    final = result.consumer.final if result.consumer else None
+    if final is None:
+        return "-"
+    value = getattr(final, attribute)
+    return f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
+def _consumer_trend(result: VariantResult) -> str:
+    trend = result.consumer.trend() if result.consumer else None
+    return f"{trend:+.1f}" if trend is not None else "-"
+
+
+def _consumer_rate_in(result: VariantResult) -> str:
+    rate = result.consumer.event_rate() if result.consumer else None
+    return f"{rate:.0f}" if rate is not None else "-"
 
 
 def _rss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:

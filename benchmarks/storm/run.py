@@ -22,6 +22,7 @@ from benchmarks.storm.decide import decide_benchmark
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.report import write_report
 from benchmarks.storm.variant import StormRun
+from harness.consumer import ConsumerSettings
 from harness.ratelimit import RateLimiting
 
 if TYPE_CHECKING:
@@ -62,14 +63,27 @@ def run_variant(
     name: str, limiter: RateLimiting | None, options: StormOptions, workdir: Path
 ) -> VariantResult:
     """One variant on a stack of its own under ``workdir``."""
-    with _fleet_stack(limiter, options, workdir / f"stack-{name}") as stack:
-        return StormRun(name, limiter, options, stack).run()
+    consumer = consumer_settings(name, options)
+    with _fleet_stack(limiter, options, workdir / f"stack-{name}", consumer) as stack:
+        return StormRun(name, limiter, options, stack, consumer).run()
+
+
+def consumer_settings(name: str, options: StormOptions) -> ConsumerSettings | None:
+    """The event consumer of variant ``name``'s master; None with
+    ``consumer_rate`` 0."""
+    if not options.consumer_rate:
+        return None
+    return ConsumerSettings(rate=options.consumer_rate, name=f"storm-{name}")
 
 
 def _fleet_stack(
-    limiter: RateLimiting | None, options: StormOptions, root: Path
+    limiter: RateLimiting | None,
+    options: StormOptions,
+    root: Path,
+    consumer: ConsumerSettings | None,
 ) -> Stack:
-    """The master (rate limiting as ``limiter`` says) and the fleet, unstarted."""
+    """The master (rate limiting as ``limiter`` says, the consumer engine
+    on it) and the fleet, unstarted."""
     from harness.fleet import (
         DEFAULT_EXEMPT_FUNCTIONS,
         FleetConfig,
@@ -98,7 +112,10 @@ def _fleet_stack(
     return fleet_stack(
         options.minions,
         root=root,
-        master_opts=limiter.master_options(WORKER_THREADS) if limiter else None,
+        master_opts=(
+            options.limiter_master_options(WORKER_THREADS) if limiter else None
+        ),
         fleet=fleet,
         worker_threads=WORKER_THREADS,
+        consumer=consumer,
     )

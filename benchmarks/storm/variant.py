@@ -29,7 +29,14 @@ from benchmarks.storm.accounting import (
     ping_targets,
     storm_jobs,
 )
+from benchmarks.storm.consumer import ConsumerRun
 from benchmarks.storm.options import StormOptions
+from harness.consumer import (
+    ENGINE_NAME,
+    ConsumerSettings,
+    read_samples,
+    stored_events,
+)
 from harness.ratelimit import QueueProbe, RateLimiting
 
 if TYPE_CHECKING:
@@ -45,6 +52,13 @@ END_POLL_S: Final = 2.0  # how often the end conditions are checked
 PROGRESS_EVERY_S: Final = 30.0
 WARM_UP_TIMEOUT: Final = 120
 JOIN_TIMEOUT_S: Final = 30.0
+
+
+def master_roles(roles: dict[str, float]) -> dict[str, float]:
+    """RSS per role without the consumer engine's process: the consumer
+    stands for a system beside the master (SUSE Manager), not for the
+    master's own memory."""
+    return {name: mib for name, mib in roles.items() if ENGINE_NAME not in name}
 
 
 def _limiter_state(probe: QueueProbe) -> tuple[int, int]:
@@ -77,6 +91,7 @@ class StormRun:
         limiter: RateLimiting | None,
         options: StormOptions,
         stack: Stack,
+        consumer: ConsumerSettings | None = None,
     ) -> None:
         if stack.master is None or stack.listener is None or stack.fleet is None:
             raise RuntimeError("the storm needs a started stack with a fleet")
@@ -85,6 +100,7 @@ class StormRun:
         self.listener = stack.listener
         self.limiter = limiter
         self.options = options
+        self.consumer = consumer
         self.lock = threading.RLock()
         self.result = VariantResult(name, limiter)
         self.book = JobBook(self.lock)
@@ -93,6 +109,7 @@ class StormRun:
         self.order = ping_order(list(stack.fleet.ids))
         self._stop = threading.Event()
         self._started = 0.0
+        self._started_at = 0.0  # the same moment on the wall clock
 
     def run(self) -> VariantResult:
         """Warm up, storm, wait for the end, count; return the result."""
@@ -101,6 +118,7 @@ class StormRun:
         self.stack.cmd("*", "test.ping", timeout=WARM_UP_TIMEOUT)
         cpu_before = proctree.cpu_seconds(master_pid)
         self._started = time.monotonic()
+        self._started_at = time.time()
         position = self.listener.mark()
         storm = storm_jobs(self.options.jobs)
         with self.lock:
@@ -152,7 +170,7 @@ class StormRun:
             queued, points = _limiter_state(self.probe) if self.limiter else (0, 0)
             if self.limiter is not None and taken % CAPACITY_EVERY == 0:
                 max_points = _max_minion_points(self.probe, max_points)
-            roles = proctree.rss_by_role(self.master.process.pid)
+            roles = master_roles(proctree.rss_by_role(self.master.process.pid))
             sample = Sample(
                 t=now - self._started,
                 master_rss_mb=sum(roles.values()),
@@ -283,8 +301,24 @@ class StormRun:
         with self.lock:
             jids = set(self.book.jobs)
         cache = job_cache_returns(self.master.settings.cachedir, jids)
+        consumer = self._consumer_run()
         with self.lock:
+            self.result.consumer = consumer
             self.result.master_cpu_s = master_cpu_s
             self.result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
             self.result.minion_return_errors = int(status.get("return_errors") or 0)
             self.result.tally(self.book.jobs.values(), cache)
+
+    def _consumer_run(self) -> ConsumerRun | None:
+        """What the consumer sampled since the storm began, and the events in
+        its table now."""
+        if self.consumer is None or self.stack.pg is None:
+            return None
+        with self.lock:
+            storm_s = self.result.storm_s
+        samples = read_samples(self.stack.pg, self.consumer.name)
+        # counted after the samples were read: at least the last one's stored
+        rows = stored_events(self.stack.pg, self.consumer.name)
+        return ConsumerRun.from_samples(
+            self.consumer.rate, samples, self._started_at, storm_s, rows
+        )

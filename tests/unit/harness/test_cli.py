@@ -18,6 +18,7 @@ from harness.cli import main
         (["demo", "--minions", "0"], "must be at least 1"),
         (["demo", "--storm-jobs", "x"], "not a whole number"),
         (["launch"], "invalid choice"),
+        (["up", "--rate-limiting", "--slice-min-targets", "0"], "at least 1"),
     ],
 )
 def test_bad_arguments(
@@ -29,6 +30,24 @@ def test_bad_arguments(
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--slices"], "--slices needs --rate-limiting"),
+        (["--slice-backlog", "2"], "--slice-backlog needs --rate-limiting"),
+        (["--rate-limiting", "--slice-backlog", "0"], "more than 0 seconds"),
+    ],
+)
+def test_bad_slice_options_are_refused_before_anything_starts(
+    argv: list[str], message: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["up", "--root", str(tmp_path / "stack"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "stack").exists()
 
 
 def test_status_without_a_stack(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

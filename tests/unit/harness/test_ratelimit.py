@@ -21,6 +21,7 @@ from harness.ratelimit import (
     job_event,
     outcome_problems,
     outcomes,
+    slice_event,
 )
 
 
@@ -35,6 +36,26 @@ def test_master_options_pass_salts_validation() -> None:
     assert effective["max_queue"] == 5
     assert "test.ping" in effective["exempt"]
     assert "saltutil.find_job" in effective["exempt"]
+
+
+def test_slices_render_an_option_salt_accepts() -> None:
+    config = pytest.importorskip("salt.config.rate_limiting")
+    assert "slices" not in RateLimiting().master_options()["rate_limiting"]
+    on = config.rate_limiting_config(RateLimiting(slices=True).master_options())
+    assert on["slices"] == config.DEFAULT_SLICES
+    sized = RateLimiting(slices=True, slice_min_targets=20, slice_backlog=4.5)
+    effective = config.rate_limiting_config(sized.master_options())
+    assert effective["slices"] == {"min_targets": 20, "backlog": 4.5}
+
+
+def test_slice_settings_without_slices_are_refused() -> None:
+    with pytest.raises(ValueError, match="need slices=True"):
+        RateLimiting(slice_backlog=2.0)
+
+
+def test_slice_event_reads_slice_tags_only() -> None:
+    assert slice_event("salt/ratelimit/slice/123/2") == ("123", 2)
+    assert slice_event("salt/ratelimit/job/123/published") is None
 
 
 def test_default_exempt_list_is_salts() -> None:

@@ -64,6 +64,8 @@ def test_no_flags_give_the_defaults() -> None:
         ["--jobs", "400", "--variants", "on", "--output-name", "storm-long-400"],
         ["--jobs", "60", "--max-master-jobs", "1000", "--variants", "on"],
         ["--max-wait", "90.5", "--exempt-pool", "0", "--variants", "off"],
+        ["--consumer-rate", "0", "--slice-min-targets", "100"],
+        ["--consumer-rate", "62.5"],
         [
             *("--minions", "200", "--jobs", "10", "--processes", "1"),
             *("--submitters", "2", "--max-wait", "600", "--decide-calls", "5"),
@@ -92,6 +94,10 @@ def test_the_reproduce_line_names_the_report_when_it_is_not_the_default() -> Non
         (["--output-name", "results/storm"], "invalid report name"),
         (["--max-wait", "0"], "must be more than 0 seconds"),
         (["--exempt-pool", "-1"], "must not be negative"),
+        (["--consumer-rate", "-5"], "must be 0 or more events per second"),
+        (["--consumer-rate", "fast"], "not a number of events per second"),
+        (["--consumer-rate", "nan"], "must be 0 or more events per second"),
+        (["--slice-min-targets", "-1"], "must not be negative"),
     ],
 )
 def test_a_bad_flag_is_a_usage_error_that_names_the_problem(
@@ -106,3 +112,21 @@ def test_a_bad_flag_is_a_usage_error_that_names_the_problem(
 def test_the_limiter_on_master_gets_the_options_rate_limiting() -> None:
     limits = StormOptions(max_master_jobs=1000, exempt_pool=0).rate_limiting()
     assert (limits.max_master_jobs, limits.exempt_pool_workers) == (1000, 0)
+
+
+def test_publishing_in_slices_reaches_only_the_limiter_on_masters_settings() -> None:
+    plain = StormOptions().limiter_master_options(4)
+    assert plain == StormOptions().rate_limiting().master_options(4)
+    assert plain["rate_limiting"]["slices"] == {"min_targets": 100}
+    unsliced = StormOptions(slice_min_targets=0).limiter_master_options(4)
+    assert "slices" not in unsliced["rate_limiting"]
+    assert unsliced["worker_pools"] == plain["worker_pools"]
+
+
+def test_each_variant_gets_a_consumer_of_its_own_unless_the_rate_is_0() -> None:
+    from benchmarks.storm.run import consumer_settings
+
+    on = consumer_settings("on", StormOptions(consumer_rate=80))
+    assert on is not None and (on.rate, on.name) == (80, "storm-on")
+    assert consumer_settings("off", StormOptions()).name == "storm-off"
+    assert consumer_settings("on", StormOptions(consumer_rate=0)) is None

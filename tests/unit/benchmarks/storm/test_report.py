@@ -12,9 +12,11 @@ import pytest
 
 from benchmarks import report
 from benchmarks.storm.accounting import PING_TARGETS, Ping, Sample, VariantResult
+from benchmarks.storm.consumer import ConsumerRun
 from benchmarks.storm.decide import DecideResult
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.report import _lost_cell, report_lines, write_report
+from harness.consumer import ConsumerSample
 from harness.ratelimit import RateLimiting
 
 
@@ -65,10 +67,12 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
             [on], decisions, StormOptions(minions=10, jobs=2, submitters=3)
         )
     )
-    assert "at most 2 jobs on one minion <= 10" in text
-    assert "returns lost for published jobs: 0: met" in text
-    assert "presence ping p99 " in text and "<= 2 s: NOT met" in text
-    assert "one decision: worst p99 6.0 us <= 50 us: met" in text
+    assert "at most 2 jobs in flight on one minion, goal <= 10: met" in text
+    assert "lost returns with the limiter on: 0, goal 0: met" in text
+    # one variant: the goals relative to limiter off are not measured
+    assert "presence-ping p99 on 12.00 s vs off -: not measured" in text
+    assert "worst p99 6.0 us <= 50 us: met" in text
+    assert "backlog bounded with the limiter on: not measured" in text
     # the ping that never got a first return is counted, not dropped
     assert "(1 never)" in text
     # the process that grew most comes first
@@ -97,15 +101,62 @@ def test_output_name_names_the_report_its_plot_and_its_data(
     decisions = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
     options = StormOptions(variants=("on",), output_name="storm-long-400")
 
-    path = write_report([_limiter_on()], decisions, options)
+    on = _limiter_on()
+    on.consumer = ConsumerRun.from_samples(
+        150.0,
+        [
+            ConsumerSample(100.0, 10, 5, 5, 4096, 0),
+            ConsumerSample(101.0, 30, 20, 10, 8192, 0),
+        ],
+        99.0,
+        2.0,
+        rows_stored=20,
+    )
+    path = write_report([on], decisions, options)
 
     assert path == tmp_path / "storm-long-400.md"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "storm-long-400-consumer.png",
         "storm-long-400-timeline.png",
         "storm-long-400.json",
         "storm-long-400.md",
     ]
     assert "![storm over time](storm-long-400-timeline.png)" in path.read_text()
+    assert "![event consumer over time](storm-long-400-consumer.png)" in (
+        path.read_text()
+    )
     data = json.loads((tmp_path / "storm-long-400.json").read_text())
     assert [v["name"] for v in data["variants"]] == ["on"]
     assert data["decisions"][0]["p99_us"] == 6.0
+    assert data["variants"][0]["consumer"]["points"][1]["backlog"] == 10
+
+
+def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> None:
+    on = _limiter_on()
+    on.consumer = ConsumerRun.from_samples(
+        150.0,
+        [
+            ConsumerSample(10.0 + t, 200 * t, 150 * t, 50 * t, 1024 * 60, 0)
+            for t in range(4)
+        ],
+        10.0,
+        3.0,
+        rows_stored=450,
+    )
+    options = StormOptions(consumer_rate=150, slice_min_targets=50)
+    decisions = [DecideResult("nothing in flight", "publish", [5.0])]
+    text = "\n".join(map(str, report_lines([on], decisions, options)))
+    assert "stores at most 150 events/s in PostgreSQL" in text
+    assert "published in slices of at least 50 minions" in text
+    assert "## Event consumer" in text
+    # limiter, events/s in, rate, peak (at s), final, trend, RSS peak / final,
+    # received, stored, rows, failed writes
+    assert (
+        "| on | 200 | 150 | 150 (3) | 150 | +50.0 | 60 | 60 | 600 | 450 | 450 | 0 |"
+        in text
+    )
+    assert "--slice-min-targets 50" in text
+    no_consumer = StormOptions(consumer_rate=0)
+    assert "No event consumer." in "\n".join(
+        map(str, report_lines([_limiter_on()], decisions, no_consumer))
+    )

@@ -1,0 +1,167 @@
+"""The storm's goals, limiter on against off in the same run.
+
+Each verdict says by how much a goal is missed, a goal the run could not
+measure is never "met", and a missed goal brings the run's own data on why:
+made-up results here.
+"""
+
+from __future__ import annotations
+
+from benchmarks.storm.accounting import PING_TARGETS, Ping, Sample, VariantResult
+from benchmarks.storm.consumer import ConsumerRun
+from benchmarks.storm.decide import DecideResult
+from benchmarks.storm.goals import goal_lines, goals, ratio_text, why_lines
+from harness.consumer import ConsumerSample
+from harness.ratelimit import RateLimiting
+
+LIMITS = RateLimiting()
+DECISIONS = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
+
+
+def _sample(t: float, rss: float, points: int = 0, rate: float = 100.0) -> Sample:
+    return Sample(
+        t=t,
+        master_rss_mb=rss,
+        bus_delay_s=0.1,
+        queued=0,
+        in_flight=1,
+        returns_per_s=rate,
+        minion_returns_per_s=rate,
+        master_points=points,
+        rss_by_role={"MWorker default": rss - 100, "EventPublisher": 100.0},
+    )
+
+
+def _consumer(backlogs: list[int], rate: float = 100.0) -> ConsumerRun:
+    start = 1000.0
+    samples = [
+        ConsumerSample(start + t, 150 * t + b, 150 * t, b, 1024 * (50 + b // 100), 0)
+        for t, b in enumerate(backlogs)
+    ]
+    return ConsumerRun.from_samples(
+        rate, samples, start, len(backlogs) - 1, rows_stored=150 * (len(backlogs) - 1)
+    )
+
+
+def _variant(
+    name: str,
+    *,
+    storm_s: float,
+    ping_s: float,
+    rss: float,
+    backlogs: list[int],
+    lost: int = 0,
+    peak_jobs: int = 3,
+) -> VariantResult:
+    result = VariantResult(name, LIMITS if name == "on" else None, submitted=10)
+    result.ended_by = "all expected returns arrived"
+    result.storm_s = storm_s
+    result.submit_s = storm_s / 10
+    result.expected_returns = 1000
+    result.received_cache = result.received_bus = 1000 - lost
+    result.peak_minion_jobs = peak_jobs
+    result.samples = [_sample(1, rss - 50, 2000), _sample(2, rss, 2000)]
+    result.pings = [Ping(float(t), ping_s, PING_TARGETS, 0.1, 1.0) for t in range(5)]
+    result.consumer = _consumer(backlogs)
+    return result
+
+
+def _text(results: list[VariantResult]) -> str:
+    found = goals(results, LIMITS, DECISIONS)
+    return "\n".join(goal_lines(found) + why_lines(found))
+
+
+def test_a_ratio_says_by_how_much_it_misses_its_goal() -> None:
+    assert ratio_text(13.4, 10.0, 1.1) == (
+        "1.34x, goal <= 1.1x: missed by 0.24x",
+        False,
+    )
+    assert ratio_text(2.0, 10.0, 0.2) == ("0.20x, goal <= 0.2x: met", True)
+    # compared as printed: 1.1000000000000001 is 1.10x
+    assert ratio_text(1100.0, 1000.0, 1.1)[1] is True
+    assert ratio_text(1.0, 0.0, 1.1)[1] is None
+
+
+def test_every_goal_met_leaves_no_why_section() -> None:
+    on = _variant("on", storm_s=1000, ping_s=1.0, rss=1000, backlogs=[0, 50, 20])
+    off = _variant(
+        "off", storm_s=1000, ping_s=10.0, rss=1000, backlogs=[0, 9000, 20000]
+    )
+    found = goals([on, off], LIMITS, DECISIONS)
+    assert [g.met for g in found] == [True] * len(found)
+    text = _text([on, off])
+    assert "presence-ping p99 on 1.00 s vs off 10.00 s: 0.10x, goal <= 0.2x: met" in (
+        text
+    )
+    assert "storm duration on 1000 s vs off 1000 s: 1.00x, goal <= 1.1x: met" in text
+    assert "lost returns with the limiter on: 0, goal 0: met (off: 0 lost)" in text
+    # the consumer: bounded on, how far it grew off
+    assert "peak 50 events (0 s of work) at 1 s, final 20 at 2 s" in text
+    assert "limiter off: peak 20000 events (200 s of work) at 2 s, final 20000" in (
+        text
+    )
+    assert "received 320 = stored 300 + waiting 20" in text
+    assert "Why goals were missed" not in text
+
+
+def test_missed_goals_say_by_how_much_and_bring_the_runs_data_on_why() -> None:
+    on = _variant(
+        "on",
+        storm_s=1340,
+        ping_s=8.0,
+        rss=1200,
+        backlogs=[0, 4000, 8000],
+        lost=3,
+        peak_jobs=12,
+    )
+    off = _variant("off", storm_s=1000, ping_s=10.0, rss=1000, backlogs=[0, 1, 2])
+    text = _text([on, off])
+
+    assert "0.80x, goal <= 0.2x: missed by 0.60x" in text
+    assert "1.34x, goal <= 1.1x: missed by 0.24x" in text
+    assert "1.20x, goal <= 1.05x: missed by 0.15x" in text
+    assert "lost returns with the limiter on: 3, goal 0: missed by 3" in text
+    assert "at most 12 jobs in flight on one minion, goal <= 10: missed by 2" in text
+    assert "backlog bounded with the limiter on" in text and ": NOT met" in text
+
+    why = text[text.index("## Why goals were missed") :]
+    assert "- presence-ping p99:" in why
+    assert "a return waited about 20 s behind those in flight" in why
+    assert "- master RSS peak:" in why and "MWorker default +200 MiB" in why
+    assert "997 in the job cache" in why
+    assert "events reached the consumer at 4150/s on average" in why
+    assert "to be written" in why
+
+
+def test_without_the_limiter_off_variant_relative_goals_are_not_measured() -> None:
+    on = _variant("on", storm_s=100, ping_s=1.0, rss=1000, backlogs=[0, 1, 2])
+    found = goals([on], LIMITS, DECISIONS)
+    relative = [g for g in found if "vs off -" in g.line]
+    assert len(relative) == 3
+    assert all(g.met is None and "not measured" in g.line for g in relative)
+    assert "Why goals were missed" not in _text([on])
+
+
+def test_a_run_without_a_consumer_does_not_pass_the_consumer_goal() -> None:
+    on = _variant("on", storm_s=100, ping_s=1.0, rss=1000, backlogs=[])
+    on.consumer = None
+    consumer = [g for g in goals([on], LIMITS, DECISIONS) if "consumer" in g.name]
+    assert [g.met for g in consumer] == [None]
+    assert "(--consumer-rate 0)" in consumer[0].line
+
+
+def test_a_consumer_that_lost_events_fails_its_goal() -> None:
+    on = _variant("on", storm_s=100, ping_s=1.0, rss=1000, backlogs=[0, 1, 2])
+    assert on.consumer is not None
+    on.consumer.rows_stored = 100  # fewer rows than the 300 it counted stored
+    lost = next(g for g in goals([on], LIMITS, DECISIONS) if "events" in g.name)
+    assert lost.met is False
+    assert "(200 missing)" in lost.line
+
+
+def test_a_flooded_consumer_is_told_how_long_the_storm_would_have_to_last() -> None:
+    on = _variant("on", storm_s=2, ping_s=1.0, rss=1000, backlogs=[0, 4000, 8000])
+    backlog = next(g for g in goals([on], LIMITS, DECISIONS) if "backlog" in g.name)
+    assert backlog.met is False
+    # received 8300 in the storm, at 100/s, at most 3000 waiting at the end
+    assert "would have had to last at least 53 s, not 2 s" in " ".join(backlog.why)
