@@ -18,7 +18,7 @@ import yaml
 from saltext.pkgstate.store import PackageStateStore
 
 from evil_minions import fire_beacons
-from evil_minions.packages import STYLES, filler_name, is_orphan
+from evil_minions.packages import offered_fillers
 from harness.fleet import FleetConfig
 from harness.pillar.model import Group
 from harness.pillar.store import PillarStore
@@ -34,21 +34,9 @@ APPLY_TIMEOUT = 120
 EVERY_PACKAGE = PACKAGES + 10
 
 
-def _fillers(count: int, start: int = 0) -> list[str]:
-    """Generated package names with a candidate in every packaging style."""
-    names = []
-    index = start
-    while len(names) < count:
-        name = filler_name(index)
-        if not any(is_orphan(style, name) for style in STYLES):
-            names.append(name)
-        index += 1
-    return names
-
-
 # installed on every simulated minion (index < PACKAGES), and one that is not
-BASE, LATEST, AT_LEAST, ADDED = _fillers(4)
-NOT_INSTALLED = _fillers(1, start=PACKAGES + 5)[0]
+BASE, LATEST, AT_LEAST, ADDED = offered_fillers(4)
+NOT_INSTALLED = offered_fillers(1, start=PACKAGES + 5)[0]
 
 
 @pytest.fixture(scope="module")
@@ -174,10 +162,11 @@ def test_statuses_follow_highstates_saves_and_changes_outside_salt(
     }
     expected[target] |= {orphan: "orphan-kept", pinned: "consistent"}
     for minion in everyone:
-        _wait(
-            f"{minion}'s statuses did not become {expected[minion]}",
-            lambda m=minion: _statuses(store, m, grains[m]) == expected[m],
-        )
+
+        def settled(m: str = minion) -> bool:
+            return _statuses(store, m, grains[m]) == expected[m]
+
+        _wait(f"{minion}'s statuses did not become {expected[minion]}", settled)
     inventory = store.inventory(target)
     assert inventory is not None and inventory.available is not None
     assert inventory.available[orphan] == []
