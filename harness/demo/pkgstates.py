@@ -320,7 +320,7 @@ def change_outside_salt(ctx: TourContext) -> Finding:
     was = f"{before.refreshed_at:%H:%M:%S.%f} -> " if before else ""
     body = [
         f"Every package of `{target}` was updated outside Salt (newer than its "
-        "repositories), as a manual `zypper up` would. The simulated minion fired "
+        "repositories), as a package-manager run outside Salt would. The simulated minion fired "
         f"`salt/beacon/{target}/pkgset/changed` with the cookie line "
         f"`{event.data.get('value')}`; the engine asked for `pkg.list_pkgs` and "
         f"stored it (inventory time {was}{after.refreshed_at:%H:%M:%S.%f}).",
