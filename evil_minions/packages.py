@@ -99,6 +99,20 @@ def is_orphan(style: str, name: str) -> bool:
     return "sim" in name and _digest(style, name, "orphan") % ORPHAN_ONE_IN == 0
 
 
+def offered_fillers(count: int, start: int = 0) -> list[str]:
+    """``count`` generated names from index ``start`` on that have a candidate
+    in every style (none is an orphan anywhere): names a package state can
+    use on any simulated minion. Indices below a set's size are installed."""
+    names: list[str] = []
+    index = start
+    while len(names) < count:
+        name = filler_name(index)
+        if not any(is_orphan(style, name) for style in STYLES):
+            names.append(name)
+        index += 1
+    return names
+
+
 def candidate_level(style: str, name: str) -> int | None:
     """The newest level the repositories carry for ``name``; None for an orphan."""
     if is_orphan(style, name):

@@ -324,8 +324,17 @@ class Master:
 
         Warnings are silenced (they would mix with the output tests read);
         PATH keeps the system's directories because loading grains runs
-        commands such as ``dpkg``.
+        commands such as ``dpkg``; PYTHONPATH is kept so that the CLI loads
+        the same code as the daemons (which inherit it), e.g. a worktree's
+        extension in front of an installed one.
         """
+        env = {
+            "PYTHONWARNINGS": "ignore",
+            "PATH": f"{Path(sys.executable).parent}:"
+            f"{os.environ.get('PATH', '/usr/bin:/bin')}",
+        }
+        if os.environ.get("PYTHONPATH"):
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         return subprocess.run(
             [salt_script(script), "-c", str(self.settings.conf_dir), *args],
             capture_output=True,
@@ -333,11 +342,7 @@ class Master:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
             check=False,
-            env={
-                "PYTHONWARNINGS": "ignore",
-                "PATH": f"{Path(sys.executable).parent}:"
-                f"{os.environ.get('PATH', '/usr/bin:/bin')}",
-            },
+            env=env,
         )
 
     def accept_key(self, minion_id: str, public_pem: str) -> None:

@@ -15,6 +15,7 @@ Layout (one job per module)::
     storm.py       a small storm with presence pings, measured on the event bus
     ratelimit.py   the storm with the limiter on / off, a full queue refusing
     interfaces.py  the pkg module-interface conformance matrix
+    pkgstates.py   package states: scopes, highstate, beacon, history, export
     plots.py       matplotlib figures
     report.py      the Markdown report and the terminal summary
     tour.py        run_tour(): the stack, the scenarios, the report

@@ -31,6 +31,8 @@ class TourContext:
     master_changes: dict[str, Any] = field(default_factory=dict)
     #: storms run so far, by label ("on", "off")
     storms: dict[str, StormResult] = field(default_factory=dict)
+    #: what the package states section saved, for its later scenarios
+    pkgstates: dict[str, Any] | None = None
 
     @property
     def fleet_ids(self) -> list[str]:

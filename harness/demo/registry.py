@@ -99,8 +99,8 @@ class Capability:
 PENDING: Final = (
     Capability(
         "package states",
-        "salt.beacons.pkgset",
-        "per-package states in PostgreSQL compiled to highstate, the pkgset beacon",
+        "saltext.pkgstate",
+        "per-package states in PostgreSQL applied by highstates, the pkgset beacon",
     ),
     Capability(
         "query API",

@@ -8,7 +8,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.demo import fleet, interfaces, pillar, query, ratelimit, saltapi
+from harness.demo import (
+    fleet,
+    interfaces,
+    pillar,
+    pkgstates,
+    query,
+    ratelimit,
+    saltapi,
+)
 from harness.demo.context import TourContext
 from harness.demo.options import DemoOptions, storm_limits
 from harness.demo.registry import (
@@ -30,6 +38,8 @@ def build_registry() -> Registry:
     registry = Registry()
     for section in (fleet, pillar, ratelimit, query, saltapi, interfaces):
         section.register(registry)
+    if pkgstates.CAPABILITY.present():
+        pkgstates.register(registry)
     return registry
 
 
@@ -66,7 +76,8 @@ def prepare_report_dir(path: Path) -> Path:
 
 def tour_settings(options: DemoOptions, settings: StackSettings) -> StackSettings:
     """``settings`` with what the tour needs: the fleet and its timing, the
-    postgres ext_pillar, and the master starting with the limiter on."""
+    postgres ext_pillar, package states when the extension is installed, and
+    the master starting with the limiter on."""
     fleet_config = replace(
         settings.fleet or FleetConfig(), count=options.minions, timing=options.timing()
     )
@@ -76,6 +87,7 @@ def tour_settings(options: DemoOptions, settings: StackSettings) -> StackSetting
         fleet=fleet_config,
         ext_pillar=pillar.EXT_PILLAR,
         api=settings.api or ApiSettings(),
+        pkgstates=settings.pkgstates or pkgstates.CAPABILITY.present(),
         master_opts={**settings.master_opts, **limits.master_options()},
     )
 

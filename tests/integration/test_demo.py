@@ -16,11 +16,12 @@ SECTIONS = [
     "## query API",
     "## load through salt-api",
     "## Module interfaces",
+    "## package states",
     "## Not in this build",
 ]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 def test_tour_at_tiny_scale(tmp_path) -> None:
     report_dir = tmp_path / "report"
     result = run_cli(
@@ -33,11 +34,11 @@ def test_tour_at_tiny_scale(tmp_path) -> None:
         "5",
         "--report-dir",
         str(report_dir),
-        timeout=280,
+        timeout=400,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stderr
-    assert "11 of 11 scenarios passed" in result.stdout
+    assert "15 of 15 scenarios passed" in result.stdout
     assert f"report: {report_dir / 'report.md'}" in result.stdout
     report = (report_dir / "report.md").read_text()
     assert [line for line in report.splitlines() if line.startswith("## ")] == SECTIONS
@@ -46,6 +47,8 @@ def test_tour_at_tiny_scale(tmp_path) -> None:
         assert f"]({plot})" in report
         assert (report_dir / plot).stat().st_size > 0
     assert "Salt master overloaded, retry later" in report
+    assert "decided_by" in report and "orphan-kept" in report
+    assert "inconsistent" in report and "pkgstate.rollback" in report
     assert "stopped everything the demo started" in result.stdout
 
 

@@ -256,7 +256,12 @@ def test_status_pending_consistent_inconsistent_orphan(store) -> None:
     store.write_inventory(
         "st1",
         {"nginx": "1.22-1", "curl": "7.1", "telnet": "0.17", "oldtool": "1.0"},
-        available={"nginx": ["1.22-1"], "curl": ["7.1", "8.0"], "telnet": ["0.17"]},
+        available={
+            "nginx": ["1.22-1"],
+            "curl": ["7.1", "8.0"],
+            "telnet": ["0.17"],
+            "oldtool": [],
+        },
     )
     status = store.status("st1")
     assert {p["status"] for p in status["packages"].values()} == {"pending"}
@@ -291,6 +296,30 @@ def test_status_pending_consistent_inconsistent_orphan(store) -> None:
         "oldtool": "inconsistent",  # kept orphan that went away
     }
     assert status["counts"] == {"consistent": 3, "inconsistent": 1}
+
+
+def test_candidates_are_kept_until_looked_up_again(store) -> None:
+    store.save_revision("minion:st2", ["oldtool", "nginx"])
+    assert store.write_available("st2", {"oldtool": []}) is False  # no inventory
+    store.write_inventory("st2", {"oldtool": "1.0", "nginx": "1.22-1"})
+    store.record_applied("st2", store.resolve_for_minion("st2")["digest"])
+
+    def statuses():
+        return {n: p["status"] for n, p in store.status("st2")["packages"].items()}
+
+    # never looked up: no package is a kept orphan
+    assert statuses() == {"oldtool": "consistent", "nginx": "consistent"}
+    assert store.write_available("st2", {"oldtool": [], "nginx": ["1.22-1"]})
+    assert statuses() == {"oldtool": "orphan-kept", "nginx": "consistent"}
+    # a new pkg.list_pkgs return keeps the candidates looked up before
+    store.write_inventory("st2", {"oldtool": "1.0", "nginx": "1.24-1"})
+    assert statuses() == {"oldtool": "orphan-kept", "nginx": "consistent"}
+    inventory = store.inventory("st2")
+    assert inventory is not None
+    assert inventory.available == {"oldtool": [], "nginx": ["1.22-1"]}
+    with pytest.raises(PkgStateError, match="versions must be"):
+        store.write_available("st2", {"nginx": 1})
+    assert store.inventory("st2").available == inventory.available
 
 
 def test_render_of_a_stored_revision(store) -> None:

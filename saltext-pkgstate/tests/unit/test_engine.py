@@ -1,7 +1,9 @@
 """The engine's event handling with a fake store and publisher: beacon events
 ask for ``pkg.list_pkgs`` once per minion and within a bound, any
-``pkg.list_pkgs`` return stores the inventory, and a successful non-test
-state run of the current package state records it as applied."""
+``pkg.list_pkgs`` return stores the inventory and asks for the candidates of
+the managed packages, the return of that request stores them, and a
+successful non-test state run of the current package state records it as
+applied."""
 
 from __future__ import annotations
 
@@ -29,10 +31,17 @@ class FakeStore:
         )
         self.resolved = resolve([Source(Scope.GROUP, "g", (1, 1), revision)])
         self.inventories: dict[str, dict] = {}
+        self.available: dict[str, dict] = {}
         self.applied: list[tuple[str, str, str | None]] = []
 
     def save_inventory(self, minion_id, packages):
         self.inventories[minion_id] = packages
+
+    def save_available(self, minion_id, available):
+        if minion_id not in self.inventories:
+            return False
+        self.available[minion_id] = available
+        return True
 
     def resolve(self, minion_id, grains):
         return self.resolved
@@ -44,18 +53,21 @@ class FakeStore:
 class FakePublisher:
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.requests: list[tuple[str, str, list[str]]] = []
         self.fail = False
 
-    def __call__(self, minion_id):
+    def __call__(self, minion_id, fun, args):
         if self.fail:
             raise RuntimeError("master overloaded")
-        self.asked.append(minion_id)
-        return f"2026{len(self.asked):04d}"
+        self.requests.append((minion_id, fun, list(args)))
+        if fun == "pkg.list_pkgs":
+            self.asked.append(minion_id)
+        return f"2026{len(self.requests):04d}"
 
 
 @pytest.fixture
 def setup():
-    store = FakeStore(["bc", "curl>=7.0"])
+    store = FakeStore(["bc", "curl>=7.0", "vim@latest", "telnet@removed"])
     publish = FakePublisher()
     clock = Clock()
     tracker = InventoryTracker(
@@ -97,7 +109,12 @@ def _state_ret(ids, result=True, changes=None):
     }
 
 
-CURRENT = ["pkgstate-installed-bc", "pkgstate-installed-curl"]
+CURRENT = [
+    "pkgstate-installed-bc",
+    "pkgstate-installed-curl",
+    "pkgstate-latest-vim",
+    "pkgstate-removed-telnet",
+]
 
 
 def test_a_beacon_event_asks_once_until_the_return(setup):
@@ -109,6 +126,53 @@ def test_a_beacon_event_asks_once_until_the_return(setup):
     assert store.inventories == {"web1": {"bc": "1.07"}}
     tracker.handle(*_beacon("web1"))
     assert publish.asked == ["web1", "web1"]
+
+
+def test_a_stored_inventory_asks_for_the_candidates_of_managed_packages(setup):
+    tracker, store, publish, _clock = setup
+    tracker.handle(*_ret("web1", "pkg.list_pkgs", {"bc": "1.07"}, jid="5"))
+    # removed packages cannot be kept orphans: only installed and latest ones
+    assert publish.requests == [("web1", "pkg.list_repo_pkgs", ["bc", "curl", "vim"])]
+    jid = tracker.pending_candidates["web1"][1]
+    # the repositories lack vim; a name not asked for is not stored
+    repo = {"bc": ["1.07"], "curl": ["8.0", "7.9"], "nano": ["7.2"]}
+    tracker.handle(*_ret("web1", "pkg.list_repo_pkgs", repo, jid=jid))
+    assert store.available == {
+        "web1": {"bc": ["1.07"], "curl": ["8.0", "7.9"], "vim": []}
+    }
+    assert tracker.pending_candidates == {}
+
+
+def test_only_the_engines_own_candidate_request_is_stored(setup):
+    tracker, store, _publish, _clock = setup
+    tracker.handle(*_ret("web1", "pkg.list_pkgs", {"bc": "1.07"}))
+    # somebody's pkg.list_repo_pkgs with other arguments (another jid)
+    tracker.handle(*_ret("web1", "pkg.list_repo_pkgs", {"bc": ["1.07"]}, jid="1"))
+    assert store.available == {}
+    jid = tracker.pending_candidates["web1"][1]
+    # a failed or unavailable function stores nothing and ends the request
+    tracker.handle(
+        *_ret(
+            "web1",
+            "pkg.list_repo_pkgs",
+            "'pkg.list_repo_pkgs' is not available.",
+            jid=jid,
+        )
+    )
+    assert store.available == {} and tracker.pending_candidates == {}
+
+
+def test_candidate_requests_share_the_bound(setup):
+    tracker, _store, publish, clock = setup
+    tracker.handle(*_ret("a", "pkg.list_pkgs", {"bc": "1"}))
+    tracker.handle(*_ret("b", "pkg.list_pkgs", {"bc": "1"}))
+    tracker.handle(*_beacon("c"))  # max_pending=2: two candidate requests in flight
+    assert [r[0] for r in publish.requests] == ["a", "b"]
+    tracker.handle(*_ret("a", "pkg.list_pkgs", {"bc": "1"}))  # a: still in flight
+    assert len(publish.requests) == 2
+    clock.now += 300
+    tracker.handle(*_beacon("c"))
+    assert publish.requests[-1] == ("c", "pkg.list_pkgs", [])
 
 
 def test_requests_in_flight_are_bounded_and_expire(setup):
@@ -147,7 +211,7 @@ def test_test_runs_failures_and_other_states_are_not_recorded(setup):
         )
     )
     tracker.handle(*_ret("web1", "state.highstate", _state_ret(CURRENT, result=False)))
-    stale = ["pkgstate-installed-bc"]  # applied before curl was added
+    stale = CURRENT[:1]  # applied before the others were added
     tracker.handle(*_ret("web1", "state.sls", _state_ret(stale)))
     tracker.handle(
         *_ret("web1", "state.apply", {"file_|-motd_|-/etc/motd_|-managed": {}})

@@ -182,6 +182,10 @@ class MasterStore:
         """Replace the minion's inventory with a ``pkg.list_pkgs`` return."""
         self.store.write_inventory(minion_id, packages)
 
+    def save_available(self, minion_id: str, available: Mapping[str, Any]) -> bool:
+        """Replace the candidates of the minion's stored inventory."""
+        return self.store.write_available(minion_id, available)
+
     def resolve(
         self, minion_id: str, grains: Mapping[str, Any] | None
     ) -> dict[str, Any]:

@@ -896,11 +896,12 @@ class PackageStateStore:
         *,
         available: Mapping[str, Any] | None = None,
     ) -> None:
-        """Replace a minion's inventory with ``pkg.list_pkgs`` output.
+        """Replace a minion's installed packages with ``pkg.list_pkgs`` output.
 
-        ``available`` maps package names to candidate versions in the
-        minion's repositories (``pkg.list_repo_pkgs``-like); ``None`` keeps
-        it unknown (then no package is reported as a kept orphan).
+        ``available`` maps package names to their candidate versions in the
+        minion's repositories (``pkg.list_repo_pkgs``-like, ``[]`` for a name
+        without a candidate) and replaces the stored candidates; ``None``
+        keeps the stored ones (see :meth:`write_available`).
         """
         if not isinstance(minion_id, str) or not minion_id:
             raise PkgStateError("inventory needs a minion id")
@@ -914,7 +915,8 @@ class PackageStateStore:
             cur.execute(
                 "INSERT INTO pkgstate_inventory (minion_id, packages, available)"
                 " VALUES (%s, %s, %s) ON CONFLICT (minion_id) DO UPDATE SET"
-                " packages = EXCLUDED.packages, available = EXCLUDED.available,"
+                " packages = EXCLUDED.packages,"
+                " available = coalesce(EXCLUDED.available, pkgstate_inventory.available),"
                 " refreshed_at = clock_timestamp()",
                 (
                     minion_id,
@@ -922,6 +924,25 @@ class PackageStateStore:
                     None if candidates is None else json.dumps(candidates),
                 ),
             )
+
+    def write_available(self, minion_id: str, available: Mapping[str, Any]) -> bool:
+        """Replace the candidates of a minion's stored inventory.
+
+        ``available`` maps every package name that was looked up to its
+        candidate versions (``pkg.list_repo_pkgs`` output completed with
+        ``[]`` for names the repositories lack); a managed package that was
+        not looked up is never reported as a kept orphan. Returns False (and
+        stores nothing) when the minion has no inventory yet.
+        """
+        if not isinstance(minion_id, str) or not minion_id:
+            raise PkgStateError("candidates need a minion id")
+        candidates = _normalize_pkg_versions(available, "available")
+        with self._tx() as cur:
+            cur.execute(
+                "UPDATE pkgstate_inventory SET available = %s WHERE minion_id = %s",
+                (json.dumps(candidates), minion_id),
+            )
+            return bool(cur.rowcount)
 
     def inventory(self, minion_id: str) -> Inventory | None:
         """A minion's stored inventory, or None if none was written."""
@@ -1043,8 +1064,8 @@ def package_status(
     ``pending`` first: the entry is not what the minion last applied (never
     applied, or applied with another digest and the entry differs or the
     applied packages are unknown). Then a package that is installed and
-    satisfies its entry but has no candidate in the minion's repositories is
-    ``orphan-kept``; otherwise ``consistent`` if the inventory satisfies the
+    satisfies its entry but was looked up in the minion's repositories
+    (``available`` has its name) without a candidate is ``orphan-kept``; otherwise ``consistent`` if the inventory satisfies the
     entry, else ``inconsistent``. Without an inventory: ``unknown``.
     """
     if applied is None:
@@ -1058,7 +1079,10 @@ def package_status(
     policy = Policy(spec["policy"])
     op = Operator(spec["op"]) if spec.get("op") else None
     version = spec.get("version")
-    candidates = None if available is None else list(available.get(name, []))
+    # a name that was never looked up in the repositories has no known candidates
+    candidates = (
+        None if available is None or name not in available else list(available[name])
+    )
     orphan = bool(installed) and candidates is not None and not candidates
     if policy is Policy.INSTALLED:
         ok = bool(installed) and (

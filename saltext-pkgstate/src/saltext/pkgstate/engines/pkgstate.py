@@ -13,7 +13,17 @@ The engine reacts to three kinds of events:
 
 ``salt/job/<jid>/ret/<id>`` of ``pkg.list_pkgs``
     Any successful ``pkg.list_pkgs`` return, the engine's own or anybody
-    else's, replaces the minion's stored inventory.
+    else's, replaces the minion's stored inventory. When the minion has
+    managed packages that are ``installed`` or ``latest`` (the entries whose
+    status reads candidates), the engine then asks it for
+    ``pkg.list_repo_pkgs`` of just those names.
+
+``salt/job/<jid>/ret/<id>`` of ``pkg.list_repo_pkgs``
+    The return of the engine's own request stores the candidates of the
+    names it asked for (``[]`` for a name the repositories lack: a managed
+    package installed without a candidate is then ``orphan-kept``). Other
+    ``pkg.list_repo_pkgs`` returns are ignored: their arguments (globs,
+    ``fromrepo``) need not cover the managed names.
 
 ``salt/job/<jid>/ret/<id>`` of ``state.apply``, ``state.highstate`` or ``state.sls``
     A run (not ``test=True``) that applied the minion's package state
@@ -23,9 +33,10 @@ The engine reacts to three kinds of events:
     compile and its return is not recorded as applied). A run that changed
     packages also refreshes the inventory.
 
-Work is bounded: at most ``max_pending`` inventory requests are in flight
-(further beacon events are counted and dropped; the next event of a minion
-asks again), a minion with a request in flight is not asked again within
+Work is bounded: at most ``max_pending`` requests (``pkg.list_pkgs`` and
+``pkg.list_repo_pkgs`` together) are in flight (further ones are counted and
+dropped; the next event of a minion asks again), a minion with a request of
+a kind in flight is not asked again for that kind within
 ``request_timeout`` seconds, and repeated problems are logged at most once
 per ``log_interval`` seconds with a count.
 
@@ -64,6 +75,9 @@ BEACON_TAG_PREFIX = "salt/beacon/"
 BEACON_TAG_SUFFIX = "/pkgset/changed"
 JOB_TAG_PREFIX = "salt/job/"
 LIST_FUNCTION = "pkg.list_pkgs"
+CANDIDATES_FUNCTION = "pkg.list_repo_pkgs"
+#: the policies whose status depends on the repositories' candidates
+CANDIDATE_POLICIES = frozenset({"installed", "latest"})
 STATE_FUNCTIONS = frozenset({"state.apply", "state.highstate", "state.sls"})
 #: the part of a state return key (``pkg_|-<id>_|-<name>_|-<fun>``) before the ID
 STATE_ID_MARK = "_|-pkgstate-"
@@ -129,7 +143,8 @@ class InventoryTracker:
     minions' cached grains.
 
     :param store: a :class:`saltext.pkgstate.master.MasterStore`-like object
-    :param publish: ``publish(minion_id) -> jid`` (``""`` or ``0`` on failure)
+    :param publish: ``publish(minion_id, fun, args) -> jid`` (``""`` or ``0``
+        on failure)
     :param grains: ``grains(minion_id) -> dict``
     """
 
@@ -152,6 +167,8 @@ class InventoryTracker:
         self.problems = RateLimitedLog(log_interval, clock)
         #: minion id -> when its pkg.list_pkgs was asked for
         self.pending = {}
+        #: minion id -> (when, jid, names) of its pkg.list_repo_pkgs request
+        self.pending_candidates = {}
 
     def handle(self, tag, data):
         """Act on one event; never raises (problems are logged)."""
@@ -172,44 +189,101 @@ class InventoryTracker:
         self._expire(now)
         if minion_id in self.pending:
             return False
-        if len(self.pending) >= self.max_pending:
-            self.problems.warning(
-                "full",
-                "%d inventory requests in flight, dropped the one for %s",
-                len(self.pending),
-                minion_id,
-            )
-            return False
-        try:
-            jid = self.publish(minion_id)
-        except Exception as exc:  # pylint: disable=broad-except
-            jid = None
-            self.problems.warning(
-                "publish", "cannot ask %s for %s: %s", minion_id, LIST_FUNCTION, exc
-            )
+        jid = self._publish(minion_id, LIST_FUNCTION, [])
         if not jid:
             return False
         self.pending[minion_id] = now
         return True
 
+    def request_candidates(self, minion_id, names):
+        """Ask ``minion_id`` for ``pkg.list_repo_pkgs`` of ``names`` unless a
+        request is in flight; return True if a request went out."""
+        now = self.clock()
+        self._expire(now)
+        if not names or minion_id in self.pending_candidates:
+            return False
+        names = sorted(names)
+        jid = self._publish(minion_id, CANDIDATES_FUNCTION, names)
+        if not jid:
+            return False
+        self.pending_candidates[minion_id] = (now, str(jid), names)
+        return True
+
+    def _publish(self, minion_id, fun, args):
+        """The jid of a request, or None when it was dropped or failed."""
+        in_flight = len(self.pending) + len(self.pending_candidates)
+        if in_flight >= self.max_pending:
+            self.problems.warning(
+                "full",
+                "%d requests in flight, dropped the %s one for %s",
+                in_flight,
+                fun,
+                minion_id,
+            )
+            return None
+        try:
+            return self.publish(minion_id, fun, args) or None
+        except Exception as exc:  # pylint: disable=broad-except
+            self.problems.warning(
+                "publish", "cannot ask %s for %s: %s", minion_id, fun, exc
+            )
+            return None
+
     def _expire(self, now):
         for minion_id, asked in list(self.pending.items()):
             if now - asked >= self.request_timeout:
                 del self.pending[minion_id]
+        for minion_id, (asked, _, _) in list(self.pending_candidates.items()):
+            if now - asked >= self.request_timeout:
+                del self.pending_candidates[minion_id]
 
     def _job_return(self, data):
         minion_id = data.get("id")
         fun = data.get("fun")
         ret = data.get("return")
-        if not isinstance(minion_id, str) or not isinstance(ret, dict):
+        if not isinstance(minion_id, str):
             return
+        ok = data.get("success", True) and data.get("retcode", 0) == 0
         if fun == LIST_FUNCTION:
             self.pending.pop(minion_id, None)
-            if data.get("success", True) and data.get("retcode", 0) == 0:
+            if ok and isinstance(ret, dict):
                 self.store.save_inventory(minion_id, ret)
                 log.debug("pkgstate engine: stored the inventory of %s", minion_id)
-        elif fun in STATE_FUNCTIONS and not _is_test_run(data):
+                self._ask_candidates(minion_id)
+        elif fun == CANDIDATES_FUNCTION:
+            self._candidates_return(minion_id, ret, ok, str(data.get("jid")))
+        elif (
+            fun in STATE_FUNCTIONS and isinstance(ret, dict) and not _is_test_run(data)
+        ):
             self._state_return(minion_id, ret, data.get("jid"))
+
+    def _ask_candidates(self, minion_id):
+        """Ask for the candidates of the minion's managed packages whose
+        status depends on them."""
+        resolved = self.store.resolve(minion_id, self.grains(minion_id))
+        names = [
+            name
+            for name, spec in resolved["packages"].items()
+            if spec.get("policy") in CANDIDATE_POLICIES
+        ]
+        self.request_candidates(minion_id, names)
+
+    def _candidates_return(self, minion_id, ret, ok, jid):
+        asked = self.pending_candidates.get(minion_id)
+        if asked is None or asked[1] != jid:
+            return  # not the engine's request: its arguments are unknown
+        del self.pending_candidates[minion_id]
+        if not ok or not isinstance(ret, dict):
+            self.problems.warning(
+                "candidates",
+                "%s did not list its candidates: %s",
+                minion_id,
+                str(ret)[:200],
+            )
+            return
+        available = {name: ret.get(name) or [] for name in asked[2]}
+        if self.store.save_available(minion_id, available):
+            log.debug("pkgstate engine: stored the candidates of %s", minion_id)
 
     def _state_return(self, minion_id, ret, jid):
         ran = _state_ids(ret)
@@ -242,8 +316,8 @@ def start(max_pending=500, request_timeout=300, log_interval=60):
     client = salt.client.LocalClient(mopts=opts)
     cache = salt.cache.factory(opts)
 
-    def publish(minion_id):
-        return client.cmd_async(minion_id, LIST_FUNCTION, tgt_type="list")
+    def publish(minion_id, fun, args):
+        return client.cmd_async(minion_id, fun, arg=list(args), tgt_type="list")
 
     def grains(minion_id):
         return cache.fetch("grains", minion_id) or {}

@@ -69,6 +69,9 @@ __virtualname__ = "pkgstate"
 __func_alias__ = {"import_": "import", "set_": "set"}
 
 LIST_FUNCTION = "pkg.list_pkgs"
+CANDIDATES_FUNCTION = "pkg.list_repo_pkgs"
+#: the policies whose status depends on the repositories' candidates
+CANDIDATE_POLICIES = frozenset({"installed", "latest"})
 DEFAULT_TIMEOUT = 60
 
 
@@ -456,12 +459,17 @@ def export(name=None, revision=None, minion=None, **kwargs):
     return _call(action, kwargs)
 
 
-def _list_pkgs(tgt, tgt_type, timeout):
-    """``{minion: pkg.list_pkgs}`` of the minions that answered."""
+def _cmd(tgt, tgt_type, fun, args, timeout):
+    """``{minion: return}`` of the minions that answered ``fun`` with a mapping."""
     client = salt.client.LocalClient(mopts=__opts__)
     try:
         returns = client.cmd(
-            tgt, LIST_FUNCTION, tgt_type=tgt_type, timeout=timeout, full_return=True
+            tgt,
+            fun,
+            arg=list(args),
+            tgt_type=tgt_type,
+            timeout=timeout,
+            full_return=True,
         )
     finally:
         client.destroy()
@@ -472,6 +480,38 @@ def _list_pkgs(tgt, tgt_type, timeout):
         and isinstance(ret.get("ret"), dict)
         and ret.get("retcode", 0) == 0
     }
+
+
+def _list_pkgs(tgt, tgt_type, timeout):
+    """``{minion: pkg.list_pkgs}`` of the minions that answered."""
+    return _cmd(tgt, tgt_type, LIST_FUNCTION, (), timeout)
+
+
+def _store_candidates(store, minions, timeout):
+    """Look up the candidates of each minion's managed ``installed`` and
+    ``latest`` packages (one ``pkg.list_repo_pkgs`` publication for all of
+    them) and store them; returns the minions whose candidates could not be
+    looked up (no answer in time)."""
+    resolved = store.resolve_all({m: _grains(m) for m in minions})
+    wanted = {
+        minion: sorted(
+            name
+            for name, spec in result["packages"].items()
+            if spec.get("policy") in CANDIDATE_POLICIES
+        )
+        for minion, result in resolved.items()
+    }
+    wanted = {minion: names for minion, names in wanted.items() if names}
+    if not wanted:
+        return []
+    names = sorted({name for names in wanted.values() for name in names})
+    answered = _cmd(list(wanted), "list", CANDIDATES_FUNCTION, names, timeout)
+    stored = set()
+    for minion, repo in sorted(answered.items()):
+        available = {name: repo.get(name) or [] for name in wanted.get(minion, ())}
+        if available and store.write_available(minion, available):
+            stored.add(minion)
+    return sorted(set(wanted) - stored)
 
 
 def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
@@ -501,6 +541,8 @@ def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
                 "imported"
             )
         rev = store.import_packages(target, answered[minion], exact=bool(exact))
+        # candidates are left to pkgstate.refresh and the engine: looking up
+        # every installed package here would make the import slow
         store.write_inventory(minion, answered[minion])
         out = _revision(rev)
         out["packages"] = len(rev.entries)
@@ -512,8 +554,11 @@ def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
 def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
     """
     Refresh the stored inventory of the targeted minions now (the engine
-    does it on every ``pkgset`` beacon event). A minion that does not
-    answer makes the call fail after the others are stored.
+    does it on every ``pkgset`` beacon event), with the candidates of their
+    managed ``installed`` and ``latest`` packages (``pkg.list_repo_pkgs``;
+    minions that do not list them in time are named in
+    ``candidates_unknown``). A minion that does not answer ``pkg.list_pkgs``
+    makes the call fail after the others are stored.
 
     CLI Example:
 
@@ -529,8 +574,12 @@ def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
         answered = _list_pkgs(tgt, tgt_type, timeout)
         for minion, pkgs in sorted(answered.items()):
             store.write_inventory(minion, pkgs)
+        unknown = _store_candidates(store, sorted(answered), timeout)
         silent = sorted(set(expected) - set(answered))
         out: dict[str, Any] = {"refreshed": sorted(answered)}
+        if unknown:
+            # the installed packages are stored; only orphan-kept is unknown
+            out["candidates_unknown"] = unknown
         if silent:
             out["no_answer"] = silent
             __context__["retcode"] = 1
@@ -566,11 +615,14 @@ def inventory(minion, **kwargs):
                 f"no inventory of {minion} is stored: run salt-run pkgstate.refresh "
                 f"{minion}"
             )
-        return {
+        out = {
             "minion": minion,
             "refreshed_at": stored.refreshed_at.isoformat(),
             "packages": stored.packages,
         }
+        if stored.available is not None:
+            out["available"] = stored.available
+        return out
 
     return _call(action, kwargs)
 
