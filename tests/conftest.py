@@ -9,10 +9,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
+
+T = TypeVar("T")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,6 +34,20 @@ def run_cli(
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def wait_for(
+    predicate: Callable[[], T], timeout: float = 30, interval: float = 0.2
+) -> T:
+    """``predicate()`` once it is truthy, polling until ``timeout``; then its
+    last value (falsy), for the caller's assert to show."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
 
 
 def alive(pids: list[int]) -> list[int]:

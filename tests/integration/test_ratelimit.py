@@ -8,7 +8,6 @@ flight at once (``peak_minion_jobs``): the limiter must keep that at or below
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 import salt.exceptions
@@ -22,6 +21,7 @@ from harness.ratelimit import (
     outcome_problems,
 )
 from harness.stack import Stack, fleet_stack
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -34,16 +34,6 @@ LIMITS = RateLimiting(
     maintenance_interval=5,
     long_running=60,
 )
-
-
-def _wait_for(predicate, timeout: float = 30, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +88,7 @@ def test_queue_bound_capacity_and_outcomes(stack: Stack) -> None:
     # ping is exempt: it goes out while the master is full
     assert len(stack.cmd("*", "test.ping", timeout=20)) == MINIONS
 
-    assert _wait_for(lambda: _idle(stack), timeout=60)
+    assert wait_for(lambda: _idle(stack), timeout=60)
     found = listener_outcomes(stack.listener, since)
     assert outcome_problems(found, [first, queued]) == {}
     assert found[first] == ["published"]
@@ -109,12 +99,12 @@ def test_queue_bound_capacity_and_outcomes(stack: Stack) -> None:
 
 
 def test_saturated_minions_show_as_not_returned(stack: Stack) -> None:
-    assert _wait_for(lambda: _idle(stack), timeout=60)
+    assert wait_for(lambda: _idle(stack), timeout=60)
     busy = stack.fleet.ids[0]
     with stack.client() as client:
         for _ in range(LIMITS.max_minion_jobs):
             client.cmd_async(busy, "test.sleep", [8])
-    assert _wait_for(
+    assert wait_for(
         lambda: _probe(stack).capacity([busy]).get(busy) == LIMITS.max_minion_jobs
     )
     cli = _salt_cli(stack, "--out", "txt", "-t", "10", "*", "test.echo", "hi")
@@ -131,7 +121,7 @@ def test_saturated_minions_show_as_not_returned(stack: Stack) -> None:
 def test_a_burst_of_state_runs_is_paced_and_every_return_arrives(stack: Stack) -> None:
     assert stack.listener is not None
     # points of a minion that did not return are held until the sweep
-    assert _wait_for(lambda: _idle(stack), timeout=120)
+    assert wait_for(lambda: _idle(stack), timeout=120)
     since = stack.listener.mark()
     with stack.client() as client:
         # each takes MINIONS of the MINIONS + 2 master points: one at a time,
@@ -140,7 +130,7 @@ def test_a_burst_of_state_runs_is_paced_and_every_return_arrives(stack: Stack) -
         with pytest.raises(salt.exceptions.SaltMasterOverloadedError):
             client.run_job("*", "state.apply")
     assert all(jids)
-    assert _wait_for(lambda: _idle(stack), timeout=90)
+    assert wait_for(lambda: _idle(stack), timeout=90)
     found = listener_outcomes(stack.listener, since)
     assert outcome_problems(found, jids) == {}
     published = {
@@ -166,18 +156,18 @@ def test_a_burst_of_state_runs_is_paced_and_every_return_arrives(stack: Stack) -
 
 def test_queued_job_survives_a_master_restart(stack: Stack) -> None:
     assert stack.master is not None and stack.listener is not None
-    assert _wait_for(lambda: _idle(stack), timeout=60)
+    assert wait_for(lambda: _idle(stack), timeout=60)
     with stack.client() as client:
         client.cmd_async("*", "test.sleep", [8])
         waiting = client.cmd_async("*", "test.echo", ["after restart"])
-    assert _wait_for(lambda: _probe(stack).status()["queued"] == 1)
+    assert wait_for(lambda: _probe(stack).status()["queued"] == 1)
     since = stack.listener.mark()
     stack.master.stop()
     stack.master.start()
     started = stack.listener.wait_for(MANAGER_START_EVENT, timeout=60, since=since)
     assert started is not None
     assert started.data.get("resumed", 0) >= 1
-    assert _wait_for(
+    assert wait_for(
         lambda: listener_outcomes(stack.listener, since).get(waiting), timeout=90
     )
     assert listener_outcomes(stack.listener, since)[waiting][0] in (

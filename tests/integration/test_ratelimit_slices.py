@@ -9,7 +9,6 @@ minion's return under its jid, and the job cache lists all of its minions.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -21,6 +20,7 @@ from harness.ratelimit import (
     slice_event,
 )
 from harness.stack import Stack, fleet_stack
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -42,16 +42,6 @@ def stack(open_tmp_module):
         MINIONS, root=open_tmp_module / "stack", master_opts=LIMITS.master_options()
     ) as running:
         yield running
-
-
-def _wait_for(predicate, timeout: float = 30, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
 
 
 def test_a_job_to_all_goes_out_in_slices_and_the_caller_sees_one_job(
@@ -81,7 +71,7 @@ def test_a_job_to_all_goes_out_in_slices_and_the_caller_sees_one_job(
     published = [minion for part in parts for minion in part]
     assert sorted(published) == everyone  # each minion once
 
-    outcomes = _wait_for(lambda: listener_outcomes(stack.listener, since).get(jid))
+    outcomes = wait_for(lambda: listener_outcomes(stack.listener, since).get(jid))
     assert outcomes == ["published"]
     returned = {
         event.tag.rsplit("/", 1)[-1]

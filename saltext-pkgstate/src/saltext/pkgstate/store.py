@@ -944,15 +944,20 @@ class PackageStateStore:
             )
             return bool(cur.rowcount)
 
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The first row of one query in its own transaction, or None."""
+        with self._tx() as cur:
+            cur.execute(sql, params)
+            row: tuple[Any, ...] | None = cur.fetchone()
+        return row
+
     def inventory(self, minion_id: str) -> Inventory | None:
         """A minion's stored inventory, or None if none was written."""
-        with self._tx() as cur:
-            cur.execute(
-                "SELECT packages, available, refreshed_at FROM pkgstate_inventory"
-                " WHERE minion_id = %s",
-                (minion_id,),
-            )
-            row = cur.fetchone()
+        row = self._one(
+            "SELECT packages, available, refreshed_at FROM pkgstate_inventory"
+            " WHERE minion_id = %s",
+            (minion_id,),
+        )
         if row is None:
             return None
         return Inventory(minion_id, row[0], row[1], row[2])
@@ -995,13 +1000,11 @@ class PackageStateStore:
 
     def last_applied(self, minion_id: str) -> Applied | None:
         """The last applied record of a minion, or None."""
-        with self._tx() as cur:
-            cur.execute(
-                "SELECT digest, packages, jid, applied_at FROM pkgstate_applied"
-                " WHERE minion_id = %s ORDER BY id DESC LIMIT 1",
-                (minion_id,),
-            )
-            row = cur.fetchone()
+        row = self._one(
+            "SELECT digest, packages, jid, applied_at FROM pkgstate_applied"
+            " WHERE minion_id = %s ORDER BY id DESC LIMIT 1",
+            (minion_id,),
+        )
         if row is None:
             return None
         return Applied(minion_id, row[0], row[1], row[2], row[3])
