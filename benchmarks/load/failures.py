@@ -79,6 +79,7 @@ def classify(status: int, text: str, error: object = None) -> FailureKind | None
     return None
 
 
+_TAG = re.compile(r"<[^>]*>")
 _EXCEPTION_LINE = re.compile(
     r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Timeout)\b.*)$", re.M
 )
@@ -87,7 +88,8 @@ _EXCEPTION_LINE = re.compile(
 def server_error_cause(text: str, limit: int = 120) -> str:
     """What broke behind a ``500``: the last exception line of the traceback
     salt-api puts in its JSON body's ``return`` (``SaltClientError: ...``),
-    cut to ``limit`` characters; empty if the body names none.
+    cut to ``limit`` characters; without a traceback, the body's first
+    words (tags of an HTML page dropped); empty for an empty body.
 
     Locust groups failures by their text, so the cause makes each distinct
     error its own row in the failures CSV instead of one "HTTP 500".
@@ -98,10 +100,11 @@ def server_error_cause(text: str, limit: int = 120) -> str:
         body = text
     if isinstance(body, dict):
         body = body.get("return", "")
-    found = _EXCEPTION_LINE.findall(body if isinstance(body, str) else "")
-    if not found:
-        return ""
-    line = " ".join(found[-1].split())
+    text = body if isinstance(body, str) else json.dumps(body)
+    found = _EXCEPTION_LINE.findall(text)
+    # no traceback (an HTML error page, a bare message): its first words
+    words = found[-1] if found else _TAG.sub(" ", text)
+    line = " ".join(words.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 

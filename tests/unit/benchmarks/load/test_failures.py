@@ -90,5 +90,9 @@ def test_a_server_error_names_the_exception_salt_api_reported():
     assert server_error_cause(body) == (
         "salt.exceptions.SaltClientError: Could not connect to the master"
     )
-    assert server_error_cause("<html>Internal Server Error</html>") == ""
+    assert (
+        server_error_cause("<html><h2>500 Internal Server Error</h2>\n<p>boom</p>")
+        == "500 Internal Server Error boom"
+    )
+    assert server_error_cause("") == ""
     assert len(server_error_cause("KeyError: " + "x" * 500)) == 120
