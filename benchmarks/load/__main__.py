@@ -71,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
         "one shows how the console meets an overloaded master",
     )
     parser.add_argument(
+        "--exempt-pool",
+        type=non_negative,
+        default=1,
+        help="MWorkers of the limiter-on master's own pool for the exempt "
+        "functions (test.ping, saltutil.find_job, ...); 0: no such pool "
+        "(default 1)",
+    )
+    parser.add_argument(
+        "--slice-min-targets",
+        type=non_negative,
+        default=100,
+        help="the limiter-on master publishes a job in slices of at least this "
+        "many minions as its max_master_jobs budget frees "
+        "(rate_limiting:slices:min_targets); 0: every job to all its minions "
+        "at once (default 100)",
+    )
+    parser.add_argument(
         "--submissions",
         type=non_negative,
         default=200,
@@ -183,6 +200,8 @@ def _main(argv: Sequence[str] | None) -> int:
         submissions=args.submissions,
         max_master_jobs=args.max_master_jobs,
         max_queue=args.max_queue,
+        exempt_pool=args.exempt_pool,
+        slice_min_targets=args.slice_min_targets,
         presence_targets=args.presence_targets,
         group_size=args.group_size,
         api_host=args.api_host,

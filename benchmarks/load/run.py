@@ -123,6 +123,10 @@ class LoadSettings:
     max_master_jobs: int = 2000
     #: rate_limiting:max_queue of the limiter-on master (Salt's default)
     max_queue: int = 10000
+    #: MWorkers of the limiter-on master's pool for the exempt functions; 0: none
+    exempt_pool: int = 1
+    #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices
+    slice_min_targets: int = 100
     presence_targets: int = 10
     group_size: int = 50
     #: where salt-api listens: another address of this machine for workers elsewhere
@@ -386,7 +390,11 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
     if variant == "off":
         return {}
     limits = RateLimiting(
-        max_master_jobs=settings.max_master_jobs, max_queue=settings.max_queue
+        max_master_jobs=settings.max_master_jobs,
+        max_queue=settings.max_queue,
+        exempt_pool_workers=settings.exempt_pool,
+        slices=bool(settings.slice_min_targets),
+        slice_min_targets=settings.slice_min_targets or None,
     )
     return limits.master_options()
 
@@ -472,7 +480,15 @@ def _load(
 
 
 def _limits(settings: LoadSettings) -> str:
-    return f"max_master_jobs {settings.max_master_jobs}, max_queue {settings.max_queue}"
+    words = [
+        f"max_master_jobs {settings.max_master_jobs}",
+        f"max_queue {settings.max_queue}",
+    ]
+    if settings.exempt_pool:
+        words.append(f"exempt functions' pool of {settings.exempt_pool} MWorker(s)")
+    if settings.slice_min_targets:
+        words.append(f"slices of at least {settings.slice_min_targets} minions")
+    return ", ".join(words)
 
 
 def _setup_lines(settings: LoadSettings) -> list[str]:
