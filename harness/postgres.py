@@ -38,6 +38,9 @@ UNPRIVILEGED_USER = "nobody"
 START_TIMEOUT = 60.0
 # Enough for every master worker of a 1000-minion benchmark plus tools.
 MAX_CONNECTIONS = 300
+# Connections each master process keeps for the postgres ext_pillar
+# (``postgres:pool_size``): a worker compiles one pillar at a time.
+EXT_PILLAR_POOL_SIZE = 1
 
 
 class PostgresError(HarnessError):
@@ -67,13 +70,20 @@ class ConnectionInfo:
         return dsn
 
     def salt_options(self) -> dict[str, Any]:
-        """The master's ``postgres:`` block for the postgres ext_pillar."""
+        """The master's ``postgres:`` block for the postgres ext_pillar.
+
+        ``pool_size`` turns on connection reuse, which the patched module
+        leaves off by default: each master process (and each in-process
+        compiler or benchmark) keeps one connection between pillar compiles,
+        which the pillar tests and benchmarks measure and rely on.
+        """
         return {
             "host": self.host,
             "port": self.port,
             "user": self.user,
             "pass": self.password,
             "db": self.dbname,
+            "pool_size": EXT_PILLAR_POOL_SIZE,
         }
 
     def connect(self, timeout: int = 5) -> psycopg2.extensions.connection:

@@ -89,6 +89,9 @@ def test_database_down_is_a_pillar_error_then_recovers(stack: Stack) -> None:
         broken = _pillar(stack, REAL_MINION_ID)
         assert "_errors" in broken
         assert any("ext_pillar postgres" in e for e in broken["_errors"])
+        # the minion is not told where the database is
+        assert stack.pg is not None
+        assert not any(str(stack.pg.port) in e for e in broken["_errors"])
         assert "secret" not in broken and "level" not in broken
         # a highstate refuses to run on a failed pillar
         state = stack.cmd(REAL_MINION_ID, "state.highstate")[REAL_MINION_ID]
@@ -141,8 +144,16 @@ def test_query_error_is_a_pillar_error_not_an_empty_pillar(stack: Stack) -> None
                 )
     finally:
         conn.close()
-    assert any("salt_pillar_rows" in e for e in broken.get("_errors", []))
+    # the minion learns which query failed; the master log says why
+    assert broken.get("_errors") == [
+        "Failed to load ext_pillar postgres: postgres query 1 of 1 failed; "
+        "see the master log"
+    ]
     assert "secret" not in broken
+    assert stack.master is not None
+    master_log = stack.master.settings.log_file.read_text()
+    assert "ext_pillar postgres: query 1 of 1 on" in master_log
+    assert "does not exist" in master_log
     assert _pillar(stack, REAL_MINION_ID)["secret"] == "s3"
 
 

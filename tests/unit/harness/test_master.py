@@ -71,3 +71,14 @@ def test_pkgstates_add_the_sls_root_the_database_and_the_modules(
     assert "pkgstate" not in render_config(_settings(tmp_path, postgres=pg), None)
     with pytest.raises(HarnessError, match="PostgreSQL"):
         render_config(_settings(tmp_path, pkgstates=True), None)
+
+
+def test_master_keeps_its_ext_pillar_connections(tmp_path: Path) -> None:
+    """The patched postgres ext_pillar connects per compile unless the
+    ``postgres`` block sets ``pool_size``; the harness's masters keep theirs."""
+    from harness.postgres import ConnectionInfo
+
+    pg = ConnectionInfo("127.0.0.1", 5999, "postgres", "", "saltfleet")
+    opts = render_config(_settings(tmp_path, postgres=pg), None)
+    assert opts["postgres"]["pool_size"] == 1
+    assert opts["postgres"]["db"] == "saltfleet"
