@@ -50,9 +50,25 @@ class Built:
 
     repo: Path
     applied: bool = False
-    failure: str = ""
+    failed_patch: str = ""
+    failed_dependency: str = ""
+    reason: str = ""
     notes: list[str] = field(default_factory=list)
     fragments: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def failure(self) -> str:
+        """Which patch did not apply, of which dependency, and where."""
+        if not self.failed_patch:
+            return ""
+        dep = f"dependency {self.failed_dependency}: " if self.failed_dependency else ""
+        return f"{dep}{self.failed_patch} does not apply: {self.reason}"
+
+    @property
+    def short_failure(self) -> str:
+        """The same for a table cell: ``dep A: 0002 at salt/pillar/postgres.py:51``."""
+        dep = f"dep {self.failed_dependency}: " if self.failed_dependency else ""
+        return f"{dep}{self.failed_patch[:4]} at {self.reason}"
 
 
 def build(
@@ -79,7 +95,7 @@ def build(
     for dep in deps:
         for patch in dep.patches:
             if not _apply(git, patch, dep, author, built, dependency=True):
-                built.failure = f"dependency {dep.id}: {built.failure}"
+                built.failed_dependency = dep.id
                 return built
     git.run("tag", START_TAG)
     for patch in pr.patches:
@@ -101,16 +117,8 @@ def _apply(
     proc = git.run("am", "--3way", "--keep-cr", str(patch.path), check=False)
     if proc.returncode != 0:
         git.run("am", "--abort", check=False)
-        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        reason = next(
-            (
-                ln
-                for ln in lines
-                if ln.startswith(("error:", "CONFLICT", "Patch failed"))
-            ),
-            lines[-1] if lines else "git am failed",
-        )
-        built.failure = f"{patch.path.name} does not apply: {reason}"
+        built.failed_patch = patch.path.name
+        built.reason = _why(git, patch)
         return False
     amend = ["commit", "-q", "--amend", "--no-edit", "--no-verify"]
     if patch.author_is_placeholder and patch.author != str(author):
@@ -126,6 +134,22 @@ def _apply(
     _rename_fragments(git, owner, built)
     git.run(*amend)
     return True
+
+
+def _why(git: _Git, patch: PatchFile) -> str:
+    """The first hunk that fails, as ``git apply --check`` names it (file:line).
+
+    git am's own message after a failed three-way fallback is about missing
+    blobs, which says nothing about where the patch and the base disagree.
+    """
+    check = git.run("apply", "--check", str(patch.path), check=False)
+    lines = check.stderr.strip().splitlines()
+    failed = [ln for ln in lines if ln.startswith("error: patch failed:")]
+    if failed:
+        return failed[0].removeprefix("error: patch failed: ").strip()
+    if lines:
+        return lines[0].removeprefix("error: ").strip()
+    return "git am could not merge it (three-way)"
 
 
 def _rename_fragments(git: _Git, owner: PullRequest, built: Built) -> None:

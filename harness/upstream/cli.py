@@ -300,7 +300,7 @@ def _process(
     row.details += built.notes
     row.details += [f"fragment {old} -> {new}" for old, new in built.fragments]
     if not built.applied:
-        row.applies = f"no: {built.failure}"
+        row.applies = f"no: {built.short_failure}"
         row.details.append(f"does not apply: {built.failure}")
         return row
     row.applies = "yes"
