@@ -45,20 +45,23 @@ def newest_release(name: str, fallback: str) -> tuple[str, str]:
 
     ``fallback`` (the pinned version) is used when the index cannot be asked.
     """
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "index",
-            "versions",
-            name,
-            "--disable-pip-version-check",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "index",
+                "versions",
+                name,
+                "--disable-pip-version-check",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        return fallback, f"package index did not answer, using the pinned {fallback}"
     versions = _parse_index_versions(proc.stdout)
     releases = [v for v in versions if _RELEASE.match(v)]
     if proc.returncode != 0 or not releases:

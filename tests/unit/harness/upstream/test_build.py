@@ -57,7 +57,9 @@ def test_a_patch_that_does_not_apply_is_named(tmp_path, series, base):
     built = build.build(b, [], base, tmp_path / "B", ME)
     assert not built.applied
     assert series[1].path.name in built.failure
-    assert built.short_failure == f"{series[1].path.name[:4]} at salt/pillar/postgres.py:1"
+    assert (
+        built.short_failure == f"{series[1].path.name[:4]} at salt/pillar/postgres.py:1"
+    )
     status = subprocess.run(
         ["git", "-C", str(built.repo), "status", "--porcelain"],
         capture_output=True,

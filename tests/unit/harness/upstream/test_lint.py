@@ -130,3 +130,69 @@ def test_a_broken_config_is_one_error(tmp_path):
         lint.read_precommit("- just a list\n", ".pre-commit-config.yaml")
     with pytest.raises(UpstreamError, match="not valid YAML"):
         lint.read_precommit("repos: [\n", ".pre-commit-config.yaml")
+
+
+def _fake_tool(bindir: Path, name: str, script: str) -> None:
+    bindir.mkdir(exist_ok=True)
+    tool = bindir / name
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+
+
+def _trees(tmp_path: Path, before: dict[str, str], after: dict[str, str]):
+    trees = []
+    for name, files in (("before", before), ("after", after)):
+        tree = tmp_path / name
+        for path, text in files.items():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(text)
+        trees.append(tree)
+    return trees
+
+
+def test_a_fix_mode_tool_fails_only_files_the_pr_makes_bad(tmp_path):
+    # the fake "isort" rewrites every file that contains BAD
+    _fake_tool(
+        tmp_path / "bin", "isort", 'for f in "$@"; do sed -i s/BAD/good/ "$f"; done\n'
+    )
+    before, after = _trees(
+        tmp_path,
+        {"salt/old.py": "BAD\n", "salt/clean.py": "ok\n"},
+        {
+            "salt/old.py": "BAD\n",
+            "salt/clean.py": "BAD\n",
+            "salt/new.py": "BAD\n",
+            "x.md": "",
+        },
+    )
+    tool = lint.Tool("isort", "5.13.2", ("isort==5.13.2",), "lint.lock")
+    files = ["salt/old.py", "salt/clean.py", "salt/new.py", "x.md"]
+    result = lint.run_tool(
+        tool, tmp_path / "bin", after, before, files, tmp_path / "log"
+    )
+    assert not result.ok
+    assert sorted(result.new) == [
+        "salt/clean.py: would be rewritten by isort",
+        "salt/new.py: would be rewritten by isort",
+    ]
+    assert result.preexisting == 1 and result.files == 3
+    assert "2 new finding(s) (3 file(s), 1 already in the base)" in result.summary()
+
+
+def test_pylint_without_an_rcfile_ignores_the_loaders_dunders(tmp_path):
+    _fake_tool(
+        tmp_path / "bin",
+        "pylint",
+        "echo \"salt/m.py: E0602 (undefined-variable) Undefined variable '__salt__'\"\n"
+        'test -e salt/new.py && echo "salt/m.py: W0611 (unused-import) Unused import os"\n'
+        "exit 0\n",
+    )
+    before, after = _trees(
+        tmp_path, {"salt/m.py": ""}, {"salt/m.py": "", "salt/new.py": ""}
+    )
+    tool = lint.Tool("pylint", "3.1.1", ("pylint==3.1.1",), "lint.lock")
+    result = lint.run_tool(
+        tool, tmp_path / "bin", after, before, ["salt/m.py"], tmp_path / "log"
+    )
+    assert result.new == ["salt/m.py: W0611 (unused-import) Unused import os"]
+    assert result.preexisting == 0
