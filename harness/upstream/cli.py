@@ -142,6 +142,8 @@ def _main(argv: Sequence[str] | None) -> int:
         rows.append(row)
     table = render_table(rows)
     print(table)
+    for used in resolver.resolved():
+        print(f"base {used.branch}: {used.note}")
     _write_summary(workdir, rows, table, the_map, author, author_note, resolver, args)
     failed = [r.pr.id for r in rows if not r.ok]
     print(f"\nsummary: {workdir / 'summary.md'}")

@@ -6,6 +6,12 @@ Selected like upstream's ``--from-filenames`` and ``tests/filename_map.yml``
 (``tests/pytests/unit/test_<module>.py`` for a top-level module); and the
 set the map's ``'*'`` entry always runs. Only paths the tree has are run.
 
+An area of more than :data:`AREA_LIMIT` test modules (``modules``, ``states``
+and ``utils`` in 3008: hundreds of modules, each about one Salt module) is not
+one topic; there the module's own tests are taken by upstream's naming
+convention, ``tests/{pytests/,}unit/<dirs>/test_<module>.py``, as
+``--from-filenames`` would.
+
 The tests run with the interpreter given (the tests venv, which has upstream's
 test dependencies), against the tree itself: ``PYTHONPATH=<tree>`` and
 upstream's own conftest, not this project's pytest configuration.
@@ -31,6 +37,7 @@ _COUNTS = re.compile(
     r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)"
 )
 NO_TESTS_COLLECTED = 5
+AREA_LIMIT = 60
 
 
 def select(files: list[str], tree: Path) -> list[str]:
@@ -41,13 +48,23 @@ def select(files: list[str], tree: Path) -> list[str]:
         if vendor.is_test_file(name):
             paths.add(name)
         elif path.parts[0] == "salt" and path.suffix == ".py":
-            dirs = path.parts[1:-1]
-            if dirs:
-                paths.add("/".join(("tests/pytests/unit", *dirs)))
-            else:
-                paths.add(f"tests/pytests/unit/test_{path.stem}.py")
+            paths.update(_area(path, tree))
     paths.update(ALWAYS)
     return vendor.outermost({p for p in paths if (tree / p).exists()})
+
+
+def _area(module: PurePosixPath, tree: Path) -> list[str]:
+    dirs = module.parts[1:-1]
+    if not dirs:
+        return [f"tests/pytests/unit/test_{module.stem}.py"]
+    area = "/".join(("tests/pytests/unit", *dirs))
+    if sum(1 for _ in (tree / area).rglob("test_*.py")) <= AREA_LIMIT:
+        return [area]
+    sub = "/".join(dirs)
+    return [
+        f"{unit}/{sub}/test_{module.stem}.py"
+        for unit in ("tests/pytests/unit", "tests/unit")
+    ]
 
 
 @dataclass(frozen=True)

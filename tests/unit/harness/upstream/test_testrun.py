@@ -47,3 +47,17 @@ def test_no_paths_is_no_tests(tmp_path):
         "python3", tmp_path, [], tmp_path / "log", timeout=10, workers=1
     )
     assert outcome.ok and outcome.summary == "no tests"
+
+
+def test_a_broad_area_gives_the_modules_own_tests(tmp_path, monkeypatch):
+    monkeypatch.setattr(testrun, "AREA_LIMIT", 2)
+    for name in ("test_a.py", "test_b.py", "test_aptpkg.py"):
+        path = tmp_path / "tests/pytests/unit/modules" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    (tmp_path / "tests/unit/modules").mkdir(parents=True)
+    (tmp_path / "tests/unit/modules/test_aptpkg.py").write_text("")
+    assert testrun.select(["salt/modules/aptpkg.py"], tmp_path) == [
+        "tests/pytests/unit/modules/test_aptpkg.py",
+        "tests/unit/modules/test_aptpkg.py",
+    ]
