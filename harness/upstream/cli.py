@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from email.utils import parseaddr
 from pathlib import Path
 
-from harness import vendor
+from harness import argtypes, vendor
 from harness.entrypoint import run_harness_cli
 from harness.upstream import base as bases
 from harness.upstream import build, changelog, describe, lint, prmap, testrun
@@ -103,9 +103,14 @@ def _parser() -> argparse.ArgumentParser:
         default=sys.executable,
         help="interpreter with upstream's test dependencies (default: this one)",
     )
-    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers")
     parser.add_argument(
-        "--test-timeout", type=float, default=1800, help="seconds per PR (default 1800)"
+        "--workers", type=argtypes.positive, default=2, help="pytest-xdist workers"
+    )
+    parser.add_argument(
+        "--test-timeout",
+        type=argtypes.seconds,
+        default=1800,
+        help="seconds per PR (default 1800)",
     )
     parser.add_argument("--no-tests", action="store_true", help="build and lint only")
     parser.add_argument("--no-lint", action="store_true", help="build and test only")
