@@ -140,16 +140,16 @@ def _main(argv: Sequence[str] | None) -> int:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     resolver = _Bases(args, layout, workdir, checkouts)
-    rows = []
+    rows: list[Row] = []
     for pr in selected:
         _log(f"PR {pr.id}: {pr.full_title}")
-        row = _process(pr, the_map, resolver, author, workdir, args)
-        rows.append(row)
-    table = render_table(rows)
-    print(table)
+        rows.append(_process(pr, the_map, resolver, author, workdir, args))
+        _log(f"PR {pr.id}: " + " | ".join(rows[-1].cells()[2:]))
+        # rewritten after every PR: a long run that is stopped keeps what it found
+        _write_summary(workdir, rows, the_map, author_note, resolver, args)
+    print(render_table(rows))
     for used in resolver.resolved():
         print(f"base {used.branch}: {used.note}")
-    _write_summary(workdir, rows, table, the_map, author, author_note, resolver, args)
     failed = [r.pr.id for r in rows if not r.ok]
     print(f"\nsummary: {workdir / 'summary.md'}")
     if failed:
@@ -450,13 +450,12 @@ def render_table(rows: list[Row]) -> str:
 def _write_summary(
     workdir: Path,
     rows: list[Row],
-    table: str,
     the_map: prmap.PrMap,
-    author: build.Identity,
     author_note: str,
     resolver: _Bases,
     args: argparse.Namespace,
 ) -> None:
+    table = render_table(rows)
     lines = [
         "# Upstream pull requests",
         "",
