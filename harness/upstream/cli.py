@@ -398,6 +398,7 @@ def _lint(
         results.append(result)
         row.details.append(f"lint: {result.summary()} [pinned by {tool.source}]")
         row.details += [f"  {finding}" for finding in result.new[:20]]
+        row.details += [f"  (not judged) {finding}" for finding in result.advisory[:20]]
     for tree in (after, before):
         subprocess.run(
             ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],

@@ -17,8 +17,9 @@ a PR only with findings the PR introduces: the same tool runs on the touched
 files as they were before the PR, and findings already there are counted,
 not held against it. Without the base's ``.pylintrc`` (the sdist has none)
 pylint runs with its default checks minus conventions and refactoring
-suggestions, whose defaults contradict Salt's style, and the loader's dunders
-(``__salt__``, ``__opts__``, ...) are not reported as undefined.
+suggestions, whose defaults contradict Salt's style, the loader's dunders
+(``__salt__``, ``__opts__``, ...) are not reported as undefined, and only its
+errors fail a PR: its new warnings are listed, not judged.
 """
 
 from __future__ import annotations
@@ -209,6 +210,8 @@ class ToolResult:
     preexisting: int = 0
     error: str = ""
     files: int = 0
+    # new findings shown but not held against the PR (see _judged)
+    advisory: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line: the tool, and what it found."""
@@ -218,7 +221,13 @@ class ToolResult:
             return f"{self.tool.label}: no files to check"
         verdict = "pass" if self.ok else f"{len(self.new)} new finding(s)"
         before = f", {self.preexisting} already in the base" if self.preexisting else ""
-        return f"{self.tool.label}: {verdict} ({self.files} file(s){before})"
+        advisory = (
+            f"; {len(self.advisory)} new warning(s) not judged: the base has no "
+            ".pylintrc to say which Salt enables"
+            if self.advisory
+            else ""
+        )
+        return f"{self.tool.label}: {verdict} ({self.files} file(s){before}){advisory}"
 
 
 def ensure_venv(tool: Tool, tools_dir: Path) -> Path:
@@ -278,10 +287,24 @@ def run_tool(
         if remaining[finding]:
             remaining[finding] -= 1
             result.preexisting += 1
-        else:
+        elif _judged(tool, after, finding):
             result.new.append(finding)
+        else:
+            result.advisory.append(finding)
     result.ok = not result.new
     return result
+
+
+def _judged(tool: Tool, tree: Path, finding: str) -> bool:
+    """Whether a new finding fails the PR.
+
+    Always, except pylint's warnings when the base has no ``.pylintrc``: which
+    of them Salt enables is its configuration's to say, and the sdist does not
+    ship it. Errors (E, F) are errors under any configuration.
+    """
+    if tool.name != "pylint" or (tree / ".pylintrc").exists():
+        return True
+    return re.search(r": [EF]\d{4} ", finding) is not None
 
 
 def _findings(

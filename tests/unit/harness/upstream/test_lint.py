@@ -185,6 +185,7 @@ def test_pylint_without_an_rcfile_ignores_the_loaders_dunders(tmp_path):
         "pylint",
         "echo \"salt/m.py: E0602 (undefined-variable) Undefined variable '__salt__'\"\n"
         'test -e salt/new.py && echo "salt/m.py: W0611 (unused-import) Unused import os"\n'
+        'test -e salt/new.py && echo "salt/m.py: E1101 (no-member) Module has no x"\n'
         "exit 0\n",
     )
     before, after = _trees(
@@ -194,5 +195,8 @@ def test_pylint_without_an_rcfile_ignores_the_loaders_dunders(tmp_path):
     result = lint.run_tool(
         tool, tmp_path / "bin", after, before, ["salt/m.py"], tmp_path / "log"
     )
-    assert result.new == ["salt/m.py: W0611 (unused-import) Unused import os"]
-    assert result.preexisting == 0
+    # without Salt's .pylintrc only errors are judged; warnings are listed
+    assert result.new == ["salt/m.py: E1101 (no-member) Module has no x"]
+    assert result.advisory == ["salt/m.py: W0611 (unused-import) Unused import os"]
+    assert result.preexisting == 0 and not result.ok
+    assert "1 new warning(s) not judged" in result.summary()
