@@ -184,6 +184,7 @@ def test_pylint_without_an_rcfile_ignores_the_loaders_dunders(tmp_path):
         tmp_path / "bin",
         "pylint",
         "echo \"salt/m.py: E0602 (undefined-variable) Undefined variable '__salt__'\"\n"
+        "echo \"t.py: E1101 (no-member) Module 'salt.runners.x' has no '__context__' member\"\n"
         'test -e salt/new.py && echo "salt/m.py: W0611 (unused-import) Unused import os"\n'
         'test -e salt/new.py && echo "salt/m.py: E1101 (no-member) Module has no x"\n'
         "exit 0\n",
