@@ -10,6 +10,7 @@ nox -s bench -- NAME    a benchmark (minions, pillar, storm, interfaces); report
 nox -s load -- ...      locust through salt-api, limiter off vs on; --workers N, --master-host HOST
 nox -s interfaces-report   the pkg interface conformance matrix
 nox -s lint             ruff, mypy, and black on the files the series touches
+nox -s upstream         the series as pull requests to Salt, checked as upstream's CI would
 """
 
 from __future__ import annotations
@@ -216,3 +217,11 @@ def lint(session: nox.Session) -> None:
     if files:
         with session.chdir(SALT_SRC):
             session.run("black", "--check", *files)
+
+
+@nox.session(python=PYTHON)
+def upstream(session: nox.Session) -> None:
+    """The PRs of patches/prs.toml, built on their bases and checked: nox -s upstream -- --help."""
+    # the test extra: upstream's test dependencies, for the PRs' tests on their base
+    _install(session, "test")
+    session.run("python", "-m", "harness.upstream", *session.posargs)

@@ -159,42 +159,53 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def download_sdist(name: str, version: str, cache_dir: Path) -> Path:
+    """Download ``name==version`` as an sdist into ``cache_dir`` with pip; its path.
+
+    Nothing is verified here: :func:`fetch_sdist` checks the pin, and callers
+    without a pin record the sha256 they got. A file already in ``cache_dir``
+    is returned as it is.
+    """
+    sdist = cache_dir / f"{name}-{version}.tar.gz"
+    if sdist.exists():
+        return sdist
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    _log(f"downloading {name}=={version} (sdist)")
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--disable-pip-version-check",
+                "-d",
+                tmp,
+                f"{name}=={version}",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        got = Path(tmp) / sdist.name
+        if proc.returncode != 0 or not got.exists():
+            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+            raise VendorError(
+                f"could not download {sdist.name} from the package index:\n{tail}"
+            )
+        got.replace(sdist)
+    return sdist
+
+
 def fetch_sdist(upstream: Upstream, cache_dir: Path) -> Path:
     """Return the verified sdist, downloading it into ``cache_dir`` if needed.
 
     A file whose sha256 differs from the pin is deleted and reported; it is
     never unpacked.
     """
-    sdist = cache_dir / upstream.sdist_name
-    if not sdist.exists():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        _log(f"downloading {upstream.name}=={upstream.version} (sdist)")
-        with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--no-binary",
-                    ":all:",
-                    "--disable-pip-version-check",
-                    "-d",
-                    tmp,
-                    f"{upstream.name}=={upstream.version}",
-                ],
-                capture_output=True,
-                text=True,
-            )
-            got = Path(tmp) / upstream.sdist_name
-            if proc.returncode != 0 or not got.exists():
-                tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-                raise VendorError(
-                    f"could not download {upstream.sdist_name} from the package "
-                    f"index:\n{tail}"
-                )
-            got.replace(sdist)
+    sdist = download_sdist(upstream.name, upstream.version, cache_dir)
     actual = sha256_of(sdist)
     if actual != upstream.sha256:
         sdist.unlink()
@@ -256,8 +267,11 @@ def _unexported_work(src: Path, state: dict[str, str]) -> str | None:
     return None
 
 
-def _unpack_pristine(sdist: Path, upstream: Upstream, src: Path) -> None:
-    """Unpack the sdist to ``src`` and commit it as the tagged pristine tree."""
+def unpack_pristine(sdist: Path, upstream: Upstream, src: Path) -> None:
+    """Unpack the sdist to ``src`` and commit it as the tagged pristine tree.
+
+    ``src`` is replaced; the tree is one commit, tagged ``upstream/<version>``.
+    """
     src.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=src.parent) as tmp:
         with tarfile.open(sdist) as tar:
@@ -357,7 +371,7 @@ def vendor(layout: Layout | None = None, *, force: bool = False) -> Path:
         _git(src, "clean", "-q", "-fdx")
     else:
         _log(f"unpacking {sdist.name} to {src}")
-        _unpack_pristine(sdist, upstream, src)
+        unpack_pristine(sdist, upstream, src)
     # Without "head" the next run knows this apply did not finish.
     _write_state(src, wanted)
     _apply_series(src, patches)
@@ -504,11 +518,7 @@ def touched_test_paths(layout: Layout | None = None) -> list[str]:
     paths: set[str] = set()
     for name in touched_files(layout):
         path = Path(name)
-        if (
-            path.parts[0] == "tests"
-            and path.name.startswith("test_")
-            and path.suffix == ".py"
-        ):
+        if is_test_file(name):
             paths.add(name)
         elif path.parts[0] == "salt" and path.suffix == ".py":
             dirs = "/".join(path.parts[1:-1])
@@ -524,12 +534,23 @@ def touched_test_paths(layout: Layout | None = None) -> list[str]:
             entry = raw.split("#", 1)[0].strip()
             if entry:
                 paths.add(entry.rstrip("/"))
-    existing = {p for p in paths if (src / p).exists()}
-    # a file inside a directory that is already listed would run twice
+    return outermost({p for p in paths if (src / p).exists()})
+
+
+def is_test_file(name: str) -> bool:
+    """True for a test module of upstream's layout: ``tests/**/test_*.py``."""
+    path = Path(name)
+    return (
+        path.parts[0] == "tests"
+        and path.name.startswith("test_")
+        and path.suffix == ".py"
+    )
+
+
+def outermost(paths: set[str]) -> list[str]:
+    """``paths`` sorted, without those inside another one (they would run twice)."""
     return sorted(
-        p
-        for p in existing
-        if not any(p != d and p.startswith(d + "/") for d in existing)
+        p for p in paths if not any(p != d and p.startswith(d + "/") for d in paths)
     )
 
 

@@ -1,0 +1,129 @@
+"""The tests upstream's CI would run for a PR, run on the PR's tree.
+
+Selected like upstream's ``--from-filenames`` and ``tests/filename_map.yml``
+(docs/upstream/checks.md): the PR's own new or changed test files; for every
+``salt/<dirs>/<module>.py`` it touches, the area ``tests/pytests/unit/<dirs>``
+(``tests/pytests/unit/test_<module>.py`` for a top-level module); and the
+set the map's ``'*'`` entry always runs. Only paths the tree has are run.
+
+An area of more than :data:`AREA_LIMIT` test modules (``modules``, ``states``
+and ``utils`` in 3008: hundreds of modules, each about one Salt module) is not
+one topic; there the module's own tests are taken by upstream's naming
+convention, ``tests/{pytests/,}unit/<dirs>/test_<module>.py``, as
+``--from-filenames`` would.
+
+The tests run with the interpreter given (the tests venv, which has upstream's
+test dependencies), against the tree itself: ``PYTHONPATH=<tree>`` and
+upstream's own conftest, not this project's pytest configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from harness import vendor
+
+ALWAYS = (
+    "tests/pytests/unit/utils/test_versions.py",
+    "tests/unit/test_module_names.py",
+    "tests/unit/test_virtualname.py",
+    "tests/unit/utils/test_doc.py",
+)
+_COUNTS = re.compile(
+    r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)"
+)
+NO_TESTS_COLLECTED = 5
+AREA_LIMIT = 60
+
+
+def select(files: list[str], tree: Path) -> list[str]:
+    """Test paths (relative to ``tree``) for a PR that adds or changes ``files``."""
+    paths: set[str] = set()
+    for name in files:
+        path = PurePosixPath(name)
+        if vendor.is_test_file(name):
+            paths.add(name)
+        elif path.parts[0] == "salt" and path.suffix == ".py":
+            paths.update(_area(path, tree))
+    paths.update(ALWAYS)
+    return vendor.outermost({p for p in paths if (tree / p).exists()})
+
+
+def _area(module: PurePosixPath, tree: Path) -> list[str]:
+    dirs = module.parts[1:-1]
+    if not dirs:
+        return [f"tests/pytests/unit/test_{module.stem}.py"]
+    area = "/".join(("tests/pytests/unit", *dirs))
+    if sum(1 for _ in (tree / area).rglob("test_*.py")) <= AREA_LIMIT:
+        return [area]
+    sub = "/".join(dirs)
+    return [
+        f"{unit}/{sub}/test_{module.stem}.py"
+        for unit in ("tests/pytests/unit", "tests/unit")
+    ]
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """What pytest said, in one line, and whether it counts as a pass."""
+
+    ok: bool
+    summary: str
+
+
+def run(
+    python: str,
+    tree: Path,
+    paths: list[str],
+    log: Path,
+    *,
+    timeout: float,
+    workers: int,
+) -> TestOutcome:
+    """Run ``paths`` with ``python -m pytest`` in ``tree``; output goes to ``log``."""
+    if not paths:
+        return TestOutcome(True, "no tests")
+    cmd = [
+        python,
+        "-m",
+        "pytest",
+        "-c",
+        os.devnull,
+        "--rootdir",
+        str(tree),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *(["-n", str(workers)] if workers > 1 else []),
+        *paths,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("PYTEST_ADDOPTS", None)
+    try:
+        proc = subprocess.run(
+            cmd, cwd=tree, capture_output=True, text=True, timeout=timeout, env=env
+        )
+    except subprocess.TimeoutExpired as exc:
+        output = exc.stdout if isinstance(exc.stdout, str) else ""
+        log.write_text(f"$ {' '.join(cmd)}\n{output}\n(timed out)\n")
+        return TestOutcome(False, f"timed out after {timeout:.0f} s")
+    log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    if proc.returncode == NO_TESTS_COLLECTED:
+        return TestOutcome(True, "no tests collected")
+    counts = summarize(proc.stdout)
+    if proc.returncode == 0:
+        return TestOutcome(True, counts or "passed")
+    return TestOutcome(False, counts or f"pytest exited {proc.returncode}")
+
+
+def summarize(output: str) -> str:
+    """``3 failed, 120 passed`` from pytest's last summary line."""
+    for line in reversed(output.splitlines()):
+        found = _COUNTS.findall(line)
+        if found and (" in " in line or line.startswith("=")):
+            return ", ".join(f"{n} {word}" for n, word in found)
+    return ""
