@@ -104,7 +104,11 @@ def _parser() -> argparse.ArgumentParser:
         help="interpreter with upstream's test dependencies (default: this one)",
     )
     parser.add_argument(
-        "--workers", type=argtypes.positive, default=2, help="pytest-xdist workers"
+        "--workers",
+        type=argtypes.positive,
+        default=1,
+        help="pytest-xdist workers (default 1: with more, upstream's session "
+        "set-up can race creating tests/integration/files and fail a test)",
     )
     parser.add_argument(
         "--test-timeout",
