@@ -11,6 +11,8 @@
     ├── pillar.files.PillarTreeError files of a pillar tree are unusable
     ├── saltapi.ApiError             a request to salt-api failed (HTTP status kept)
     │   └── saltapi.LoginError       POST /login returned no token
+    ├── upstream.errors.UpstreamError  the PR map, a patch, a base or an option of
+    │                                nox -s upstream is unusable
     └── errors.SimulatorError        the simulated minions refused their settings or
                                      failed (any evil_minions.EvilMinionsError)
 
