@@ -14,7 +14,9 @@ convention, ``tests/{pytests/,}unit/<dirs>/test_<module>.py``, as
 
 The tests run with the interpreter given (the tests venv, which has upstream's
 test dependencies), against the tree itself: ``PYTHONPATH=<tree>`` and
-upstream's own conftest, not this project's pytest configuration.
+upstream's own conftest, not this project's pytest configuration. A test
+that failed only upstream's 50 ms asyncio slow-callback check runs again
+alone (:mod:`harness.timing_reruns`); the summary says so.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from harness import vendor
+from harness import timing_reruns, vendor
 
 ALWAYS = (
     "tests/pytests/unit/utils/test_versions.py",
@@ -98,26 +100,33 @@ def run(
         "-p",
         "no:cacheprovider",
         "-q",
-        *(["-n", str(workers)] if workers > 1 else []),
-        *paths,
     ]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("PYTEST_ADDOPTS", None)
     try:
-        proc = subprocess.run(
-            cmd, cwd=tree, capture_output=True, text=True, timeout=timeout, env=env
+        outcome = timing_reruns.run(
+            cmd,
+            paths,
+            cwd=tree,
+            env=env,
+            workers=workers,
+            capture=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired as exc:
         output = exc.stdout if isinstance(exc.stdout, str) else ""
-        log.write_text(f"$ {' '.join(cmd)}\n{output}\n(timed out)\n")
+        log.write_text(f"$ {' '.join([*cmd, *paths])}\n{output}\n(timed out)\n")
         return TestOutcome(False, f"timed out after {timeout:.0f} s")
-    log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
-    if proc.returncode == NO_TESTS_COLLECTED:
+    log.write_text(f"$ {' '.join([*cmd, *paths])}\n{outcome.output}")
+    if outcome.returncode == NO_TESTS_COLLECTED:
         return TestOutcome(True, "no tests collected")
-    counts = summarize(proc.stdout)
-    if proc.returncode == 0:
+    # the first run's counts: a rerun's are only of the tests it ran again
+    counts = summarize(outcome.runs[0] if outcome.runs else "")
+    if outcome.note:
+        counts = f"{counts}; {outcome.note}" if counts else outcome.note
+    if outcome.returncode == 0:
         return TestOutcome(True, counts or "passed")
-    return TestOutcome(False, counts or f"pytest exited {proc.returncode}")
+    return TestOutcome(False, counts or f"pytest exited {outcome.returncode}")
 
 
 def summarize(output: str) -> str:

@@ -1,0 +1,148 @@
+"""Reruns of tests that failed only upstream's slow-callback check, with real pytest runs."""
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from harness import timing_reruns
+
+# the shape of the failure Salt 3008's tests/pytests/unit/conftest.py raises
+# at teardown when an asyncio callback held the loop for over 50 ms
+CONFTEST = textwrap.dedent(
+    """
+    import pathlib
+    import pytest
+
+    @pytest.fixture(autouse=True)
+    def slow_callback_check(request):
+        yield
+        marker = pathlib.Path(__file__).parent / (request.node.name + ".slow")
+        if marker.exists():
+            left = int(marker.read_text())
+            if left:
+                marker.write_text(str(left - 1))
+                pytest.fail(
+                    "asyncio slow-callback threshold of 0.050s exceeded during "
+                    "test '%s' (1 violation(s))" % request.node.name
+                )
+    """
+)
+
+
+def _project(tmp_path, tests, slow=None):
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_x.py").write_text(textwrap.dedent(tests))
+    for name, times in (slow or {}).items():
+        (tmp_path / f"{name}.slow").write_text(str(times))
+    return tmp_path
+
+
+def _run(tree, capture=True):
+    pytest_cmd = [sys.executable, "-m", "pytest", "-c", os.devnull, "-q"]
+    return timing_reruns.run(
+        [*pytest_cmd, "--rootdir", str(tree), "-p", "no:cacheprovider"],
+        ["test_x.py"],
+        cwd=tree,
+        capture=capture,
+        timeout=120,
+    )
+
+
+TWO_TESTS = """
+    def test_fine():
+        pass
+
+    def test_handler():
+        pass
+"""
+
+
+def test_a_test_the_check_failed_once_runs_again_alone_and_the_run_passes(tmp_path):
+    tree = _project(tmp_path, TWO_TESTS, slow={"test_handler": 1})
+
+    outcome = _run(tree)
+
+    assert outcome.returncode == 0
+    assert outcome.reran == ["test_x.py::test_handler"]
+    assert "passed when run again alone: test_x.py::test_handler" in outcome.note
+    assert len(outcome.runs) == 2
+    # the rerun ran only that test, and said why
+    assert (
+        "running them again alone (1 of 2): test_x.py::test_handler" in outcome.output
+    )
+    assert "1 passed" in outcome.runs[1]
+    assert "test_fine" not in outcome.runs[1]
+
+
+def test_a_test_that_fails_the_check_every_time_fails_the_run(tmp_path):
+    tree = _project(tmp_path, TWO_TESTS, slow={"test_handler": 5})
+
+    outcome = _run(tree)
+
+    assert outcome.returncode == 1
+    assert outcome.reran == ["test_x.py::test_handler"]
+    assert "did not pass when run again alone" in outcome.note
+    assert len(outcome.runs) == 3  # the run and two reruns
+
+
+def test_any_other_failure_fails_the_run_without_a_rerun(tmp_path):
+    tree = _project(
+        tmp_path,
+        """
+        def test_broken():
+            assert 1 == 2
+
+        def test_handler():
+            pass
+        """,
+        slow={"test_handler": 1},
+    )
+
+    outcome = _run(tree)
+
+    assert outcome.returncode == 1
+    assert outcome.reran == []
+    assert outcome.note == ""
+    assert len(outcome.runs) == 1
+
+
+def test_a_test_failing_its_call_and_the_check_is_not_a_timing_failure(tmp_path):
+    tree = _project(
+        tmp_path,
+        """
+        def test_handler():
+            assert False, "wrong answer"
+        """,
+        slow={"test_handler": 1},
+    )
+
+    outcome = _run(tree)
+
+    assert (outcome.returncode, outcome.reran) == (1, [])
+
+
+def test_a_passing_run_and_an_empty_one_keep_pytests_exit_code(tmp_path):
+    tree = _project(tmp_path, TWO_TESTS)
+    assert _run(tree).returncode == 0
+
+    (tree / "test_x.py").write_text("")
+    assert _run(tree).returncode == 5  # pytest: no tests collected
+
+
+def test_the_command_line_needs_the_paths_after_a_double_dash(capsys):
+    assert timing_reruns.main(["-q", "tests/unit"]) == 2
+    assert "separate pytest's options from the test paths with --" in (
+        capsys.readouterr().err
+    )
+    assert timing_reruns.main(["--reruns", "two", "--", "tests"]) == 2
+    assert "--reruns takes a whole number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["", "not json", "[]", '{"a": true, "b": false}'])
+def test_a_missing_or_mixed_record_is_no_reason_to_rerun(tmp_path, content):
+    record = tmp_path / "failed.json"
+    if content:
+        record.write_text(content)
+    assert timing_reruns.timing_only_failures(record) is None
