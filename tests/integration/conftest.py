@@ -10,12 +10,18 @@ from harness.postgres import EmbeddedPostgres
 
 
 @pytest.fixture(scope="module")
-def database(open_tmp_module):
-    """An embedded PostgreSQL with ``sql/`` applied; its ConnectionInfo."""
+def server(open_tmp_module):
+    """An embedded PostgreSQL server of the module's own, with no schema."""
     pg = EmbeddedPostgres(open_tmp_module / "pg", free_port())
     pg.start()
     try:
-        migrations.apply(pg.connection)
-        yield pg.connection
+        yield pg
     finally:
         pg.stop()
+
+
+@pytest.fixture(scope="module")
+def database(server):
+    """The module's embedded PostgreSQL with ``sql/`` applied; its ConnectionInfo."""
+    migrations.apply(server.connection)
+    return server.connection

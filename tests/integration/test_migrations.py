@@ -6,20 +6,8 @@ import pytest
 
 from harness import migrations
 from harness.migrations import MigrationError
-from harness.ports import free_port
-from harness.postgres import EmbeddedPostgres
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def server(open_tmp_module):
-    pg = EmbeddedPostgres(open_tmp_module / "pg", free_port())
-    pg.start()
-    try:
-        yield pg
-    finally:
-        pg.stop()
 
 
 def _query(server, sql):

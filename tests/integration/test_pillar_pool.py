@@ -6,14 +6,13 @@ after a server restart, and a statement timeout is not retried."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.master import in_process_opts
-from harness.ports import free_port
 from harness.postgres import EmbeddedPostgres
 
 pytestmark = pytest.mark.integration
@@ -25,16 +24,6 @@ PID_QUERY = {
 }
 
 Fetch = Callable[..., dict[str, Any]]
-
-
-@pytest.fixture(scope="module")
-def server(open_tmp_module: Path) -> Iterator[EmbeddedPostgres]:
-    pg = EmbeddedPostgres(open_tmp_module / "pg", free_port())
-    pg.start()
-    try:
-        yield pg
-    finally:
-        pg.stop()
 
 
 def _ext_pillar(tmp: Path, pg: EmbeddedPostgres, **postgres: Any) -> Fetch:
