@@ -4,6 +4,10 @@ value is one clear usage error, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import re
+
+# module.function, as Salt names an execution module function
+_FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _whole_number(value: str, at_least: int, what: str) -> int:
@@ -47,3 +51,15 @@ def seconds(value: str) -> float:
     if not number >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
     return number
+
+
+def function_names(value: str) -> tuple[str, ...]:
+    """Salt functions, comma-separated: ``test.ping,pillar.get`` (argparse type)."""
+    names = tuple(name.strip() for name in value.split(","))
+    bad = [name for name in names if not _FUNCTION.match(name)]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"not a Salt function name (module.function): {bad[0]!r}; "
+            "give them comma-separated, e.g. test.ping,pillar.get"
+        )
+    return names

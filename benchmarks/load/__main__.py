@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.load.shape import LoadProfile
-from harness.argtypes import non_negative, port, positive, seconds
+from harness.argtypes import function_names, non_negative, port, positive, seconds
 from harness.entrypoint import run_harness_cli
 
 
@@ -77,6 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="MWorkers of the limiter-on master's own pool for the exempt "
         "functions (test.ping, saltutil.find_job, ...); 0: no such pool "
         "(default 1)",
+    )
+    parser.add_argument(
+        "--exempt",
+        type=function_names,
+        default=None,
+        metavar="FUN[,FUN...]",
+        help="rate_limiting:exempt of the limiter-on master: functions that "
+        "bypass its queue (and go to the exempt pool), e.g. "
+        "test.ping,pillar.get,pillar.items; saltutil.find_job and "
+        "saltutil.running are always exempt (default: Salt's list)",
     )
     parser.add_argument(
         "--slice-min-targets",
@@ -201,6 +211,7 @@ def _main(argv: Sequence[str] | None) -> int:
         max_master_jobs=args.max_master_jobs,
         max_queue=args.max_queue,
         exempt_pool=args.exempt_pool,
+        exempt=args.exempt,
         slice_min_targets=args.slice_min_targets,
         presence_targets=args.presence_targets,
         group_size=args.group_size,

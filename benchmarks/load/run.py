@@ -125,6 +125,8 @@ class LoadSettings:
     max_queue: int = 10000
     #: MWorkers of the limiter-on master's pool for the exempt functions; 0: none
     exempt_pool: int = 1
+    #: rate_limiting:exempt of the limiter-on master; None: Salt's list
+    exempt: tuple[str, ...] | None = None
     #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices
     slice_min_targets: int = 100
     presence_targets: int = 10
@@ -392,6 +394,7 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
     limits = RateLimiting(
         max_master_jobs=settings.max_master_jobs,
         max_queue=settings.max_queue,
+        exempt=settings.exempt,
         exempt_pool_workers=settings.exempt_pool,
         slices=bool(settings.slice_min_targets),
         slice_min_targets=settings.slice_min_targets or None,
@@ -484,6 +487,11 @@ def _limits(settings: LoadSettings) -> str:
         f"max_master_jobs {settings.max_master_jobs}",
         f"max_queue {settings.max_queue}",
     ]
+    if settings.exempt is not None:
+        from harness.ratelimit import RateLimiting
+
+        exempt = RateLimiting(exempt=settings.exempt).exempt_functions()
+        words.append(f"exempt: {', '.join(exempt)}")
     if settings.exempt_pool:
         words.append(f"exempt functions' pool of {settings.exempt_pool} MWorker(s)")
     if settings.slice_min_targets:

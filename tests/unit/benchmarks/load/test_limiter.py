@@ -13,6 +13,7 @@ def _settings(*words: str) -> run.LoadSettings:
         max_master_jobs=args.max_master_jobs,
         max_queue=args.max_queue,
         exempt_pool=args.exempt_pool,
+        exempt=args.exempt,
         slice_min_targets=args.slice_min_targets,
     )
 
@@ -44,3 +45,27 @@ def test_the_report_names_the_limiter_settings() -> None:
     text = run._limits(_settings("--slice-min-targets", "50"))
     assert "slices of at least 50 minions" in text
     assert "1 MWorker" in text
+
+
+def test_exempt_functions_bypass_the_queue_and_go_to_the_exempt_pool() -> None:
+    settings = _settings("--exempt", "test.ping,pillar.get,pillar.items")
+    options = run._limiter_options(settings, "on")
+
+    exempt = options["rate_limiting"]["exempt"]
+    assert {"test.ping", "pillar.get", "pillar.items"} <= set(exempt)
+    assert "saltutil.kill_job" not in exempt  # Salt's list is replaced
+    pool = options["worker_pools"]["exempt"]["functions"]
+    assert {"pillar.get", "pillar.items", "saltutil.find_job"} <= set(pool)
+    assert "exempt: pillar.get, pillar.items, saltutil.find_job" in run._limits(
+        settings
+    )
+
+
+def test_a_bad_exempt_list_is_a_usage_error(capsys) -> None:
+    try:
+        build_parser().parse_args(["--exempt", "test.ping,,pillar get"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("a bad --exempt was accepted")
+    assert "not a Salt function name (module.function): ''" in capsys.readouterr().err
