@@ -127,11 +127,15 @@ def tests(session: nox.Session) -> None:
             # asyncio callback takes over 50 ms, and two xdist workers on two
             # cores made its rest_tornado tests trip that at random. A busy
             # CI machine still can, so a test that failed only that check
-            # runs again alone, up to twice (harness/timing_reruns.py).
+            # runs again alone, up to twice; the tests that exceed it on the
+            # pristine release here are listed, and run with a raised
+            # threshold (harness/timing_reruns.py).
             session.run(
                 "python",
                 "-m",
                 "harness.timing_reruns",
+                "--slow-callbacks",
+                str(ROOT / "patches" / "upstream-slow-callbacks"),
                 *SALT_PYTEST,
                 "-q",
                 "--",

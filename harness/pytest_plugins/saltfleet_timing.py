@@ -1,11 +1,18 @@
-"""Record which tests failed, and whether only upstream's slow-callback check failed them.
+"""Upstream's asyncio slow-callback check: known slow tests, and which failures were it.
 
-Loaded by :mod:`harness.timing_reruns` as ``-p saltfleet_timing
---saltfleet-timing-record FILE``. At the end of the session FILE holds a JSON
-object: each failed test's node id, mapped to ``true`` when its failure is
-the asyncio slow-callback check of Salt's ``tests/pytests/unit/conftest.py``
+Loaded by :mod:`harness.timing_reruns` as ``-p saltfleet_timing``.
+
+``--saltfleet-timing-record FILE``: at the end of the session FILE holds a
+JSON object: each failed test's node id, mapped to ``true`` when its failure
+is the asyncio slow-callback check of Salt's ``tests/pytests/unit/conftest.py``
 and to ``false`` for any other failure. A collection error is recorded under
 its collector's node id, as ``false``.
+
+``--saltfleet-slow-callbacks FILE``: node ids, one a line (``#`` comments),
+of upstream tests that exceed that check's 50 ms on the pristine release on
+this kind of machine. They run with the check's own per-test override,
+``no_blocking(threshold=...)``, at :data:`KNOWN_SLOW_THRESHOLD`; everything
+else they assert still counts. The header names them.
 """
 
 from __future__ import annotations
@@ -13,6 +20,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+# The threshold, in seconds, for the listed tests: a handler may still not
+# hold the loop for this long.
+KNOWN_SLOW_THRESHOLD = 0.5
 
 # The start of the message that Salt's unit conftest fails a test with when
 # an asyncio callback held the loop longer than its threshold (50 ms).
@@ -28,6 +39,13 @@ def pytest_addoption(parser: Any) -> None:
         help="write the failed tests, and whether only the slow-callback "
         "check failed them, to FILE as JSON",
     )
+    parser.addoption(
+        "--saltfleet-slow-callbacks",
+        metavar="FILE",
+        default=None,
+        help="node ids of tests known to exceed the slow-callback check on the "
+        f"pristine release; they run with a {KNOWN_SLOW_THRESHOLD} s threshold",
+    )
 
 
 def pytest_configure(config: Any) -> None:
@@ -35,6 +53,42 @@ def pytest_configure(config: Any) -> None:
     path = config.getoption("saltfleet_timing_record")
     if path and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Recorder(Path(path)), "saltfleet-timing")
+
+
+def known_slow(path: Path) -> list[str]:
+    """The node ids a ``--saltfleet-slow-callbacks`` file lists."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def pytest_report_header(config: Any) -> str | None:
+    """Say which tests run with the raised threshold."""
+    path = config.getoption("saltfleet_slow_callbacks")
+    if not path:
+        return None
+    return (
+        f"saltfleet: {len(known_slow(Path(path)))} upstream test(s) known to "
+        "exceed the 50 ms slow-callback check on the pristine release run with "
+        f"a {KNOWN_SLOW_THRESHOLD} s threshold ({path})"
+    )
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """Give the listed tests the check's own per-test threshold override."""
+    path = config.getoption("saltfleet_slow_callbacks")
+    if not path:
+        return
+    import pytest
+
+    listed = set(known_slow(Path(path)))
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(
+                pytest.mark.no_blocking(
+                    threshold=KNOWN_SLOW_THRESHOLD,
+                    reason="over 50 ms on the pristine release here",
+                )
+            )
 
 
 class _Recorder:

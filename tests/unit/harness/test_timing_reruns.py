@@ -146,3 +146,60 @@ def test_a_missing_or_mixed_record_is_no_reason_to_rerun(tmp_path, content):
     if content:
         record.write_text(content)
     assert timing_reruns.timing_only_failures(record) is None
+
+
+# Salt's check in small: fails at teardown unless a no_blocking(threshold=...)
+# marker raises the threshold above what the test "took"
+THRESHOLD_CONFTEST = textwrap.dedent(
+    """
+    import pytest
+
+    def pytest_configure(config):
+        config.addinivalue_line("markers", "no_blocking(threshold=None, reason=None)")
+
+    @pytest.fixture(autouse=True)
+    def slow_callback_check(request):
+        yield
+        marker = request.node.get_closest_marker("no_blocking")
+        threshold = marker.kwargs["threshold"] if marker else 0.05
+        if threshold < 0.2:  # every test here "took" 0.2 s
+            pytest.fail("asyncio slow-callback threshold of %.3fs exceeded" % threshold)
+    """
+)
+
+
+def test_listed_slow_tests_run_with_a_raised_threshold_and_the_header_says_so(
+    tmp_path,
+):
+    tree = _project(tmp_path, TWO_TESTS)
+    (tree / "conftest.py").write_text(THRESHOLD_CONFTEST)
+    known = tree / "known-slow"
+    known.write_text("# over 50 ms on the pristine release\ntest_x.py::test_handler\n")
+
+    outcome = timing_reruns.run(
+        [sys.executable, "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree)],
+        ["test_x.py"],
+        cwd=tree,
+        reruns=0,
+        slow_callbacks=known,
+        capture=True,
+        timeout=120,
+    )
+
+    # the listed test passes; the other one still meets the 50 ms check
+    assert outcome.returncode == 1
+    assert "FAILED test_x.py::test_fine" in outcome.output or (
+        "ERROR test_x.py::test_fine" in outcome.output
+    )
+    assert (
+        "test_x.py::test_handler" not in outcome.output.split("short test summary")[-1]
+    )
+    assert "1 upstream test(s) known to exceed the 50 ms slow-callback check" in (
+        outcome.output
+    )
+
+
+def test_the_command_line_refuses_a_missing_slow_list(capsys, tmp_path):
+    missing = tmp_path / "nope"
+    assert timing_reruns.main(["--slow-callbacks", str(missing), "--", "t"]) == 2
+    assert "--slow-callbacks: no such file" in capsys.readouterr().err
