@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,13 +72,13 @@ def run(
     slow_callbacks: Path | None = None,
     capture: bool = False,
     timeout: float | None = None,
-    say: Callable[[str], None] | None = None,
 ) -> Outcome:
     """Run ``pytest_cmd`` (``python -m pytest`` and options) on ``paths``.
 
     ``slow_callbacks``: a file of tests known to exceed the check on the
-    pristine release; they run with a raised threshold. ``capture`` collects the output of every run in :attr:`Outcome.output`
-    instead of letting it through. ``timeout`` bounds all runs together;
+    pristine release; they run with a raised threshold. ``capture`` collects
+    the output of every run in :attr:`Outcome.runs` instead of letting it
+    through. ``timeout`` bounds all runs together;
     :class:`subprocess.TimeoutExpired` goes to the caller.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -89,8 +89,6 @@ def run(
     def tell(line: str) -> None:
         if capture:
             said.append(f"\n== saltfleet: {line}\n")
-        elif say is not None:
-            say(line)
         else:
             print(f"saltfleet: {line}", flush=True)
 
@@ -124,7 +122,8 @@ def run(
             timing = timing_only_failures(record)
             if timing is None:
                 break
-            reran = sorted(set(reran) | set(timing))
+            # a rerun runs only these, so later ones fail a subset of the first
+            reran = reran or timing
             tell(
                 f"{len(timing)} test(s) failed only {CHECK}; running them again "
                 f"alone ({attempt} of {reruns}): {' '.join(timing)}"

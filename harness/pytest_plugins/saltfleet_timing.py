@@ -21,9 +21,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 # The threshold, in seconds, for the listed tests: a handler may still not
 # hold the loop for this long.
 KNOWN_SLOW_THRESHOLD = 0.5
+
+_KNOWN_SLOW = pytest.StashKey[set[str]]()
 
 # The start of the message that Salt's unit conftest fails a test with when
 # an asyncio callback held the loop longer than its threshold (50 ms).
@@ -49,7 +53,10 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def pytest_configure(config: Any) -> None:
-    """Record only in the process that reports: not in an xdist worker."""
+    """Read the known slow tests once; record only in the process that
+    reports, not in an xdist worker."""
+    slow = config.getoption("saltfleet_slow_callbacks")
+    config.stash[_KNOWN_SLOW] = set(known_slow(Path(slow))) if slow else set()
     path = config.getoption("saltfleet_timing_record")
     if path and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_Recorder(Path(path)), "saltfleet-timing")
@@ -67,7 +74,7 @@ def pytest_report_header(config: Any) -> str | None:
     if not path:
         return None
     return (
-        f"saltfleet: {len(known_slow(Path(path)))} upstream test(s) known to "
+        f"saltfleet: {len(config.stash[_KNOWN_SLOW])} upstream test(s) known to "
         "exceed the 50 ms slow-callback check on the pristine release run with "
         f"a {KNOWN_SLOW_THRESHOLD} s threshold ({path})"
     )
@@ -75,12 +82,7 @@ def pytest_report_header(config: Any) -> str | None:
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     """Give the listed tests the check's own per-test threshold override."""
-    path = config.getoption("saltfleet_slow_callbacks")
-    if not path:
-        return
-    import pytest
-
-    listed = set(known_slow(Path(path)))
+    listed = config.stash[_KNOWN_SLOW]
     for item in items:
         if item.nodeid in listed:
             item.add_marker(

@@ -106,6 +106,7 @@ def run(
     ]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("PYTEST_ADDOPTS", None)
+    shown = " ".join([*cmd, *paths])
     try:
         outcome = timing_reruns.run(
             cmd,
@@ -119,9 +120,9 @@ def run(
         )
     except subprocess.TimeoutExpired as exc:
         output = exc.stdout if isinstance(exc.stdout, str) else ""
-        log.write_text(f"$ {' '.join([*cmd, *paths])}\n{output}\n(timed out)\n")
+        log.write_text(f"$ {shown}\n{output}\n(timed out)\n")
         return TestOutcome(False, f"timed out after {timeout:.0f} s")
-    log.write_text(f"$ {' '.join([*cmd, *paths])}\n{outcome.output}")
+    log.write_text(f"$ {shown}\n{outcome.output}")
     if outcome.returncode == NO_TESTS_COLLECTED:
         return TestOutcome(True, "no tests collected")
     # the first run's counts: a rerun's are only of the tests it ran again
