@@ -8,7 +8,8 @@ the PR submits. Each commit is a patch applied with ``git am``, then amended:
 - a changelog fragment it adds (``changelog/+name.<type>.md``) is renamed to
   the name upstream accepts, ``changelog/<issue>.<type>.md`` with the issue and
   type of the PR the patch belongs to (a second fragment of the same PR is
-  appended to that file: upstream keeps one entry per issue and type);
+  appended to that file: upstream keeps one entry per issue and type); a
+  fragment the patch already names that way is kept;
 - an author in a domain reserved for examples (the series' placeholder
   ``saltfleet developers <dev@saltfleet.invalid>``) becomes the submitter;
 - a dependency's commit gets a ``Saltfleet-Dependency:`` trailer naming its PR.

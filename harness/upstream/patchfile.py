@@ -20,7 +20,8 @@ _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
 # Domains reserved for examples and tests (RFC 2606, RFC 6761): an author there
 # is a stand-in, never someone who can sign a contribution.
 PLACEHOLDER_DOMAINS = (".invalid", ".example", ".test", ".localhost", "example.com")
-# A fragment the patches carry today: changelog/+name.<type>.md
+# A fragment a patch adds: changelog/<issue>.<type>.md once its PR has an issue
+# number (patches/prs.toml), changelog/+name.<type>.md until then
 _ADDED_FILE = re.compile(r"^\+\+\+ b/(changelog/[^\s]+)$", re.MULTILINE)
 
 
