@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import platform
 import statistics
@@ -86,6 +87,20 @@ def write_data(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend, its own logging at
+    INFO: at DEBUG (where a test run's logging is) it logs a score for every
+    font it knows, a few hundred lines that bury whatever a failing test
+    logged before the plot."""
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.INFO)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def bar_plot(
     name: str,
     title: str,
@@ -94,11 +109,7 @@ def bar_plot(
     ylabel: str,
 ) -> Path:
     """A grouped bar chart saved as ``results/<name>.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     width = 0.8 / max(1, len(series))
     for i, (label, values) in enumerate(series.items()):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.load.failures import FailureKind, kind_of_error
-from benchmarks.report import table
+from benchmarks.report import pyplot, table
 
 AGGREGATED = "Aggregated"
 #: failure kinds in the order the report lists them
@@ -357,10 +357,7 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
 def timeline_plot(runs: Sequence[VariantRun], path: Path) -> Path:
     """Users and req/s, failures/s, master + salt-api CPU and the fleet's
     returns/s over time, one line per variant."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(4, 1, figsize=(9, 11), dpi=100, sharex=True)
     for index, run in enumerate(runs):

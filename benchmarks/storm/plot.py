@@ -26,10 +26,7 @@ PANELS: Final[tuple[tuple[str, Callable[[Sample], float | None]], ...]] = (
 
 def timeline_plot(results: list[VariantResult], name: str) -> Path:
     """The panels and the pings, saved as ``results/<name>-timeline.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = report.pyplot()
 
     fig, axes = plt.subplots(len(PANELS) + 1, 1, figsize=(9, 16), dpi=100, sharex=True)
     for ax, (title, value) in zip(axes[:-1], PANELS, strict=True):
@@ -100,10 +97,7 @@ CONSUMER_PANELS: Final[tuple[tuple[str, Callable[[ConsumerPoint], float]], ...]]
 def consumer_plot(results: list[VariantResult], name: str) -> Path:
     """The consumer's backlog, memory and counts over time, saved as
     ``results/<name>-consumer.png``; the backlog panel marks the bound."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = report.pyplot()
 
     fig, axes = plt.subplots(
         len(CONSUMER_PANELS), 1, figsize=(9, 10), dpi=100, sharex=True
