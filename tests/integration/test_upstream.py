@@ -1,6 +1,6 @@
 """`nox -s upstream` end to end for one 3008.x PR, on the real Salt 3008.3 sdist.
 
-The worker-pool session-key fix (patch 0008) as its own PR: it must apply to
+The worker-pool session-key fix (PR B, patch 0002) as its own PR: it must apply to
 the plain release, its tests and upstream's tests of the areas it touches must
 pass there, the linters 3008.3 pins must find nothing new, and its fragment
 must get the name upstream's changelog check accepts.
