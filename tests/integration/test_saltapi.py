@@ -1,10 +1,13 @@
 """salt-api as a part of the stack: it starts, authenticates the load user,
-and the token it returns runs jobs; a taken port is refused before start."""
+and the token it returns runs jobs; a taken port is refused before start; a
+master that cannot take a job, or does not answer, is a 503 with Salt's
+message."""
 
 from __future__ import annotations
 
 import socket
 
+import psutil
 import pytest
 
 from harness.ports import LOOPBACK, PortInUseError
@@ -114,6 +117,34 @@ def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
     assert all(isinstance(r[0], dict) and r[0].get("jid") for r in (first, second))
     assert refused.value.status == 503
     assert "overloaded" in str(refused.value).lower(), refused.value.body
+
+
+def test_a_master_that_does_not_answer_is_503_not_500(stack: Stack) -> None:
+    """With every MWorker stopped, the master takes no publication: salt-api
+    says so with 503 and Salt's "master is not responding", not a bare 500
+    (patch 0004), and the master serves again once they run."""
+    assert stack.api is not None and stack.master is not None
+    token = login(stack.api.credentials)  # logging in needs a worker too
+    master = psutil.Process(stack.master.process.pid)
+    workers = [
+        child
+        for child in master.children(recursive=True)
+        if "MWorker" in " ".join(child.cmdline())
+    ]
+    assert workers, [" ".join(c.cmdline()) for c in master.children(recursive=True)]
+    ping = {"client": "local", "tgt": "*", "fun": "test.ping", "timeout": 3}
+    for worker in workers:
+        worker.suspend()
+    try:
+        with pytest.raises(ApiError) as unanswered:
+            api_request(stack.api.url, "/", [ping], timeout=60, token=token)
+    finally:
+        for worker in workers:
+            worker.resume()
+    assert unanswered.value.status == 503, unanswered.value.body
+    assert "master is not responding" in unanswered.value.body
+    returns = _run(stack, [{**ping, "timeout": 30}])
+    assert returns[0] == {mid: True for mid in stack.fleet.ids}
 
 
 def test_up_api_prints_the_url_and_credentials_that_log_in(open_tmp, cli) -> None:
