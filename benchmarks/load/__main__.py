@@ -12,6 +12,7 @@ master on that host, once per variant (give both machines the same
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,15 @@ from pathlib import Path
 from benchmarks.load.shape import LoadProfile
 from harness.argtypes import function_names, non_negative, port, positive, seconds
 from harness.entrypoint import run_harness_cli
+
+
+def regenerate_command(argv: Sequence[str], name: str) -> str:
+    """The report's "Regenerate" command: these arguments, with ``--name``
+    added when they left it at its default, so the command names the file."""
+    words = list(argv)
+    if not any(w == "--name" or w.startswith("--name=") for w in words):
+        words += ["--name", name]
+    return f"nox -s load -- {shlex.join(words)}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,16 +228,7 @@ def _main(argv: Sequence[str] | None) -> int:
         api_host=args.api_host,
         name=args.name,
         workdir=args.workdir.resolve() if args.workdir else None,
-        command=" ".join(
-            [
-                "nox -s load",
-                *(
-                    ["--", run.quoted(words)]
-                    if (words := list(sys.argv[1:] if argv is None else argv))
-                    else []
-                ),
-            ]
-        ),
+        command=regenerate_command(sys.argv[1:] if argv is None else argv, args.name),
     )
     path = run.run(settings)
     print(path.read_text())

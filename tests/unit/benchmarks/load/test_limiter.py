@@ -4,7 +4,7 @@ into its configuration."""
 from __future__ import annotations
 
 from benchmarks.load import run
-from benchmarks.load.__main__ import build_parser
+from benchmarks.load.__main__ import build_parser, regenerate_command
 
 
 def _settings(*words: str) -> run.LoadSettings:
@@ -69,3 +69,14 @@ def test_a_bad_exempt_list_is_a_usage_error(capsys) -> None:
     else:
         raise AssertionError("a bad --exempt was accepted")
     assert "not a Salt function name (module.function): ''" in capsys.readouterr().err
+
+
+def test_the_regenerate_command_names_the_report_file():
+    assert regenerate_command(["--max-master-jobs", "700"], "load") == (
+        "nox -s load -- --max-master-jobs 700 --name load"
+    )
+    assert regenerate_command([], "load") == "nox -s load -- --name load"
+    given = ["--name", "load-x", "--exempt", "test.ping"]
+    assert regenerate_command(given, "load-x") == (
+        "nox -s load -- --name load-x --exempt test.ping"
+    )
