@@ -46,6 +46,7 @@ from benchmarks.load.summary import (
 from benchmarks.load.traffic import PASSWORD_ENV
 from harness.errors import HarnessError
 from harness.processes import ManagedProcess
+from harness.ratelimit import RateLimiting
 
 if TYPE_CHECKING:
     from harness.fleet import SimulatedFleet
@@ -387,8 +388,6 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
 
 
 def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
-    from harness.ratelimit import RateLimiting
-
     if variant == "off":
         return {}
     limits = RateLimiting(
@@ -488,8 +487,6 @@ def _limits(settings: LoadSettings) -> str:
         f"max_queue {settings.max_queue}",
     ]
     if settings.exempt is not None:
-        from harness.ratelimit import RateLimiting
-
         exempt = RateLimiting(exempt=settings.exempt).exempt_functions()
         words.append(f"exempt: {', '.join(exempt)}")
     if settings.exempt_pool:
