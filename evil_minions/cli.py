@@ -299,7 +299,8 @@ def _add_behaviour_args(behaviour: Any) -> None:
         dest="state_pillar",
         action="store_false",
         default=SUPPRESS,
-        help="state runs do not compile the pillar (no package states applied)",
+        help="state runs do not compile the pillar (they see the pillar fetched "
+        "last: no new package states or pillar errors)",
     )
     behaviour.add_argument(
         "--state-count",

@@ -240,9 +240,9 @@ class FleetConfig:
     replay_first: bool = False
     #: fetch the pillar once when a minion starts, as a real minion does
     startup_pillar: bool = True
-    #: compile the pillar for every highstate / ``state.sls pkgstate``, as a
-    #: real minion does (package states come from it); off, a state run is
-    #: the synthetic one only and costs the master no pillar compile
+    #: compile the pillar for every state run, as a real minion does (package
+    #: states and pillar errors come from it); off, a state run uses the
+    #: pillar fetched last and costs the master no pillar compile
     state_pillar: bool = True
     state_count: int = DEFAULT_STATE_COUNT
     package_count: int = DEFAULT_PACKAGE_COUNT

@@ -37,8 +37,13 @@ log = logging.getLogger(__name__)
 
 EX_OK: Final = 0
 EX_GENERIC: Final = 1
-#: Salt's retcode for a state run that could not start (salt.defaults.exitcodes)
+#: Salt's retcodes for state runs (salt.defaults.exitcodes): a run that could
+#: not start or compile, a run with a failed state, a pillar with errors
 EX_STATE_COMPILER_ERROR: Final = 1
+EX_STATE_FAILURE: Final = 2
+EX_PILLAR_FAILURE: Final = 5
+#: the first line of a state run refused for pillar errors (salt.modules.state)
+PILLAR_FAILURE_HEADER: Final = "Pillar failed to render with the following messages:"
 
 #: Outputter a real minion attaches to the return of these functions.
 _OUTPUTTERS: Final = {
@@ -88,7 +93,7 @@ class Runtime:
     timing: TimingModel
     rng: random.Random
     state_count: int = 10
-    #: fetch the pillar for a highstate / ``state.sls pkgstate``
+    #: fetch the pillar for every state run, as a real minion compiles it
     state_pillar: bool = True
     replay: ReplayStore | None = None
     replay_first: bool = False
@@ -268,23 +273,68 @@ class SimulatedFunctions:
         return await self._state_run(mods, dict(kwargs, test=test, queue=queue))
 
     async def _state_run(self, mods: Any, kwargs: Mapping[str, Any]) -> Any:
+        """
+        One state run, failing as ``salt.modules.state`` fails.
+
+        In Salt's order: a concurrent run refuses (retcode 1), a pillar
+        override that is not a dict is an invocation error, a pillar with
+        ``_errors`` refuses the run (retcode 5, unless ``force=True``), and a
+        run with a failed state has retcode 2 (Salt's own
+        ``salt.utils.state.check_result`` decides).
+        """
+        import salt.exceptions
+        import salt.utils.state
+
         jid = str(self.publication.get("jid", ""))
         if not kwargs.get("queue"):
             conflict = self._state_conflict(jid)
             if conflict:
                 self.retcode = EX_STATE_COMPILER_ERROR
                 return conflict
-        sls_names = split_mods(mods)
-        entries: dict[str, Any] = {}
-        if self.runtime.state_pillar and (not sls_names or PKGSTATE_SLS in sls_names):
-            # As a real highstate or state.sls: the pillar is compiled afresh
-            # by the master, so a saved package state is seen at once.
-            pillar = await self.minion.fetch_pillar(
-                pillarenv=kwargs.get("pillarenv"),
-                saltenv=kwargs.get("saltenv"),
-                pillar_override=kwargs.get("pillar"),
+        override = kwargs.get("pillar")
+        if (
+            kwargs.get("pillar_enc") is None
+            and override is not None
+            and not isinstance(override, dict)
+        ):
+            raise salt.exceptions.SaltInvocationError(
+                "Pillar data must be formatted as a dictionary, unless pillar_enc "
+                "is specified."
             )
-            entries = managed_packages(pillar)
+        pillar = await self._state_pillar(kwargs)
+        errors = None if kwargs.get("force") else pillar.get("_errors")
+        if errors:
+            self.retcode = EX_PILLAR_FAILURE
+            return [PILLAR_FAILURE_HEADER, *errors]
+        run = await self._synthetic_run(
+            split_mods(mods), managed_packages(pillar), kwargs
+        )
+        if not salt.utils.state.check_result(run):
+            self.retcode = EX_STATE_FAILURE
+        return run
+
+    async def _state_pillar(self, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The pillar a state run sees: compiled afresh by the master, as a
+        real minion's ``HighState`` does for every published state run (package
+        states and pillar errors come from it); the last one fetched when
+        ``--no-state-pillar`` spares the master those compiles."""
+        if not self.runtime.state_pillar:
+            return self.minion.pillar or {}
+        return await self.minion.fetch_pillar(
+            pillarenv=kwargs.get("pillarenv"),
+            saltenv=kwargs.get("saltenv"),
+            pillar_override=kwargs.get("pillar"),
+        )
+
+    async def _synthetic_run(
+        self,
+        sls_names: list[str],
+        entries: Mapping[str, Mapping[str, Any]],
+        kwargs: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The states of the run: synthetic ones for every SLS but
+        ``pkgstate``, then the package states ``entries`` ask for (highstate
+        or ``pkgstate`` only)."""
         duration = self.runtime.timing.state_run_duration(
             self.runtime.rng, self.runtime.slowdown
         )
@@ -301,7 +351,7 @@ class SimulatedFunctions:
                 rng=self.runtime.rng,
                 test=test,
             )
-        if entries:
+        if entries and (not sls_names or PKGSTATE_SLS in sls_names):
             run.update(
                 apply_package_states(
                     self.minion.packages, entries, test=test, first_run_num=len(run)

@@ -191,3 +191,42 @@ def test_modelled_functions_win_over_replay_unless_replay_first():
     assert run(FakeMinion(), publication("test.ping"), rt).ret is True
     rt.replay_first = True
     assert run(FakeMinion(), publication("test.ping"), rt).ret == "replayed"
+
+
+# -- failures as a real 3008 minion reports them -------------------------------------
+
+
+def _kwarg(**kwargs):
+    return [dict(kwargs, __kwarg__=True)]
+
+
+def test_pillar_errors_refuse_every_state_run_with_retcode_5():
+    errors = ["Rendering SLS 'broken' failed, render error: boom"]
+    for load in (
+        publication("state.apply"),
+        publication("state.highstate"),
+        publication("state.sls", ["web"]),
+        publication("state.apply", ["web", *_kwarg(test=True)]),
+    ):
+        outcome = run(FakeMinion(pillar={"_errors": errors}), load)
+        assert outcome.ret == [
+            "Pillar failed to render with the following messages:",
+            *errors,
+        ]
+        assert outcome.retcode == 5 and not outcome.success
+        assert outcome.out == "highstate"
+
+
+def test_force_runs_states_despite_pillar_errors():
+    minion = FakeMinion(pillar={"_errors": ["boom"]})
+    outcome = run(minion, publication("state.apply", _kwarg(force=True)))
+    assert outcome.retcode == 0 and isinstance(outcome.ret, dict)
+
+
+def test_a_pillar_override_that_is_no_dict_is_salts_invocation_error():
+    outcome = run(FakeMinion(), publication("state.apply", _kwarg(pillar="a=b")))
+    assert outcome.ret == (
+        "ERROR executing 'state.apply': Pillar data must be formatted as a "
+        "dictionary, unless pillar_enc is specified."
+    )
+    assert (outcome.retcode, outcome.success, outcome.out) == (1, False, "nested")
