@@ -564,9 +564,11 @@ async def _call(
         return JobOutcome(f"ERROR executing '{fun}': {exc}", EX_GENERIC, "nested")
     except (TypeError, ValueError) as exc:
         # Salt reports TypeError this way; ValueError is ours (e.g. a
-        # non-numeric test.sleep length) and is a bad argument too.
+        # non-numeric test.sleep length) and is a bad argument too. Python
+        # names the method; a real minion's message names Salt's function.
+        message = str(exc).replace(f"{impl.__qualname__}(", f"{fun.split('.')[-1]}(")
         return JobOutcome(
-            f"Passed invalid arguments to {fun}: {exc}\n{impl.__doc__ or ''}",
+            f"Passed invalid arguments to {fun}: {message}\n{impl.__doc__ or ''}",
             EX_GENERIC,
             "nested",
         )

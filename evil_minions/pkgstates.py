@@ -233,8 +233,9 @@ def _installed(
             )
         return _Outcome(True, f"Package {name} is already installed")
     offered = packages.repo_versions(name)
-    if not offered:
-        # Salt's pre-flight check (pkg.check_db) names the package only.
+    if not offered and packages.style != "deb":
+        # Salt's pre-flight check (pkg.check_db, which apt lacks) names the
+        # package only.
         return _Outcome(
             False,
             "The following package(s) were not found, and no possible matches "
@@ -243,15 +244,24 @@ def _installed(
     if spec:
         offered = [v for v in offered if satisfies(v, str(op), str(version))]
     if not offered:
-        # The package exists, the version does not: the package manager
-        # refuses the install and Salt reports its error.
-        return _Outcome(
-            False,
-            "An error was encountered while installing package(s): "
-            f"no version of {name} matching {op}{version} is available",
-        )
+        return _Outcome(False, _install_refused(packages.style, name, op, version))
     target = offered[-1]
     return _change_to(name, current, target, test, "installed/updated")
+
+
+def _install_refused(style: str, name: str, op: Any, version: Any) -> str:
+    """The comment of a ``pkg.installed`` the package manager refused: Salt
+    reports the manager's error lines (apt's words for deb, yum's otherwise)."""
+    if style != "deb":
+        error = f"No package {name}{op or ''}{version or ''} available."
+    elif version is None:
+        error = f"E: Unable to locate package {name}"
+    else:
+        error = f"E: Version '{version}' for '{name}' was not found"
+    return (
+        "Problem encountered installing package(s). Additional info follows:"
+        f"\n\nerrors:\n    - {error}"
+    )
 
 
 def _latest(

@@ -91,9 +91,9 @@ def test_installed_fails_for_a_version_nobody_offers(pkgs):
     # the package exists, so Salt's pre-flight check passes and the package
     # manager's refusal is the comment
     assert chunk["comment"].startswith(
-        "An error was encountered while installing package(s): "
+        "Problem encountered installing package(s). Additional info follows:"
     )
-    assert f"{name} matching >=99" in chunk["comment"]
+    assert chunk["comment"].endswith(f"errors:\n    - No package {name}>=99 available.")
     assert pkgs.list_pkgs() == before
 
 
@@ -298,3 +298,14 @@ def test_exact_version_with_hold_adds_a_held_state_once(pkgs):
     assert list(apply_package_states(pkgs, {name: unsupported})) == [
         _key("installed", name)
     ]
+
+
+def test_apt_refuses_a_missing_package_in_its_own_words():
+    # apt has no pkg.check_db: the install runs and apt's error is the comment
+    # (as a real Debian 3008 minion returns it, see test_sim_vs_real)
+    pkgs = PackageSet("evil-0002", "deb", 50)
+    run = apply_package_states(pkgs, {"nosuch": {"policy": "installed"}})
+    assert run[_key("installed", "nosuch")]["comment"] == (
+        "Problem encountered installing package(s). Additional info follows:"
+        "\n\nerrors:\n    - E: Unable to locate package nosuch"
+    )
