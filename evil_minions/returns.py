@@ -23,7 +23,10 @@ counts what happened in :class:`~evil_minions.status.ProcessStats`:
 - ``return_duplicates``: retries after a try that timed out; that try's
   request had gone out, so the master receives the return twice;
 - ``returns_given_up``: returns whose job stopped waiting for the answer;
-- ``return_errors``: returns whose every try failed: lost for good.
+- ``return_errors``: returns whose every try failed. The minion sends
+  them no more; a try that timed out may still have reached the master (a
+  request waiting in the master's queue is handled after its sender gave
+  up), so what is lost for good is counted at the master, not here.
 
 The three options are read from the minion opts under Salt's names, so
 their defaults are ``salt.config.DEFAULT_MINION_OPTS``' (5, 10 and 3).
@@ -139,7 +142,7 @@ async def deliver_return(
                 stats.return_duplicates += int(timed_out)
         stats.return_errors += 1
         log.warning(
-            "%s: return of job %s lost after %d tries of %d s: %s",
+            "%s: return of job %s not acknowledged after %d tries of %d s: %s",
             load.get("id"),
             jid,
             policy.tries,

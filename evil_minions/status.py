@@ -83,7 +83,8 @@ class ProcessStats:
     #: returns whose job stopped waiting for the acknowledgement, as a real
     #: minion's job process does; the return may still arrive later
     returns_given_up: int = 0
-    #: returns whose every try failed: lost for good
+    #: returns whose every try failed; the minion sends them no more (a
+    #: timed-out copy may still reach the master: count losses there)
     return_errors: int = 0
     events_sent: int = 0
     event_errors: int = 0

@@ -97,7 +97,7 @@ def test_a_timed_out_try_is_retried_with_the_same_timeout_and_counted():
     assert first == 1 and 5 <= timeout <= 10 and second == (1, timeout)
 
 
-def test_a_return_is_lost_after_its_last_try():
+def test_a_return_is_not_tried_again_after_its_last_try():
     channel = FlakyChannel(timeouts=99)
     sent, stats = _deliver(channel, ReturnRetry(timer=5, timer_max=10, tries=3))
     assert not sent and len(channel.tries) == 3
