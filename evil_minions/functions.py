@@ -22,7 +22,7 @@ import random
 import shlex
 import traceback
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from evil_minions.config import TimingModel
 from evil_minions.grains import SALT_VERSION
@@ -34,6 +34,7 @@ from evil_minions.replay import ReplayStore, split_publication_args
 from evil_minions.states import split_mods, synthetic_state_run
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 EX_OK: Final = 0
 EX_GENERIC: Final = 1
@@ -157,7 +158,11 @@ class SimulatedFunctions:
 
     async def test_sleep(self, length: Any, fixed: bool = False) -> bool:
         """test.sleep: sleep ``length`` seconds, then ``True``."""
-        await asyncio.sleep(max(0.0, float(length)))
+        # A string is parsed as Salt parses it (int(): "soon" fails alike); a
+        # number keeps its fraction, which Salt would truncate, so that
+        # scenarios can run sub-second jobs.
+        seconds = float(length) if isinstance(length, int | float) else int(length)
+        await asyncio.sleep(max(0.0, seconds))
         return True
 
     async def test_version(self) -> str:
@@ -200,8 +205,10 @@ class SimulatedFunctions:
             pillar_override=kwargs.get("pillar"),
         )
         if args:
-            return {str(a): pillar.get(str(a)) for a in args}
-        return pillar
+            return _pillar_output(
+                {str(a): pillar.get(str(a)) for a in args}, kwargs.get("unmask")
+            )
+        return _pillar_output(pillar, kwargs.get("unmask"))
 
     async def pillar_get(
         self,
@@ -212,6 +219,7 @@ class SimulatedFunctions:
         delimiter: str = ":",
         pillarenv: str | None = None,
         saltenv: str | None = None,
+        unmask: Any = None,
     ) -> Any:
         """pillar.get: one pillar key (``a:b`` traverses) or ``default``."""
         # Like the real pillar.get: the minion's in-memory pillar, which a real
@@ -221,7 +229,7 @@ class SimulatedFunctions:
             pillar = await self.minion.fetch_pillar(
                 pillarenv=pillarenv, saltenv=saltenv
             )
-        return _traverse(pillar, str(key), default, delimiter)
+        return _pillar_output(_traverse(pillar, str(key), default, delimiter), unmask)
 
     async def pillar_item(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """pillar.item: the named pillar keys."""
@@ -230,7 +238,8 @@ class SimulatedFunctions:
             pillar = await self.minion.fetch_pillar()
         default = kwargs.get("default", "")
         delimiter = kwargs.get("delimiter", ":")
-        return {str(a): _traverse(pillar, str(a), default, delimiter) for a in args}
+        found = {str(a): _traverse(pillar, str(a), default, delimiter) for a in args}
+        return _pillar_output(found, kwargs.get("unmask"))
 
     async def saltutil_refresh_pillar(
         self, wait: bool = False, timeout: int = 30, clean_cache: bool = True
@@ -462,6 +471,17 @@ class SimulatedFunctions:
         return canned.get(name, ""), EX_OK
 
 
+def _pillar_output(value: _T, unmask: Any) -> _T:
+    """Pillar data as Salt 3008's pillar functions return it: every non-empty
+    leaf masked unless the caller asked for ``unmask=True`` (same structure)."""
+    import salt.utils.secret
+
+    if _is_true(unmask):
+        return value
+    masked: _T = salt.utils.secret.serial(value)
+    return masked
+
+
 def _is_true(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes", "on")
@@ -562,10 +582,10 @@ async def _call(
         salt.exceptions.SaltClientError,
     ) as exc:
         return JobOutcome(f"ERROR executing '{fun}': {exc}", EX_GENERIC, "nested")
-    except (TypeError, ValueError) as exc:
-        # Salt reports TypeError this way; ValueError is ours (e.g. a
-        # non-numeric test.sleep length) and is a bad argument too. Python
-        # names the method; a real minion's message names Salt's function.
+    except TypeError as exc:
+        # Python names the method; a real minion's message names Salt's
+        # function. Any other exception (a ValueError of a non-numeric
+        # test.sleep length) is "caused an exception", as on a real minion.
         message = str(exc).replace(f"{impl.__qualname__}(", f"{fun.split('.')[-1]}(")
         return JobOutcome(
             f"Passed invalid arguments to {fun}: {message}\n{impl.__doc__ or ''}",

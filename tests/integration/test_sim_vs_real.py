@@ -123,13 +123,37 @@ def test_a_failed_package_state_fails_alike(stack: Stack) -> None:
         ("state.apply", ["pillar=not-a-dict"]),
         ("cmd.run", ["false"]),
         ("saltutil.find_job", ["20990101000000000000"]),
+        ("pillar.items", ["pillarenv=broken"]),
+        ("pillar.items", ["pillarenv=broken", "unmask=True"]),
+        ("pillar.item", ["nosuch"]),
+        ("pkg.version", [MISSING]),
     ],
-    ids=["unknown-function", "bad-keyword", "bad-pillar-override", "false", "no-job"],
+    ids=[
+        "unknown-function",
+        "bad-keyword",
+        "bad-pillar-override",
+        "false",
+        "no-job",
+        "pillar-errors-masked",
+        "pillar-errors",
+        "no-pillar-key",
+        "no-package",
+    ],
 )
 def test_errors_read_alike(stack: Stack, fun: str, arg: list[Any]) -> None:
     real, sim = _both(stack, fun, arg)
     _same_envelope(real, sim)
     assert sim["ret"] == real["ret"]
+
+
+def test_a_function_raising_reads_alike(stack: Stack) -> None:
+    real, sim = _both(stack, "test.sleep", ["soon"])
+    _same_envelope(real, sim)
+    assert real["retcode"] == 1
+    # the rest is each one's traceback
+    prefix = "The minion function caused an exception: Traceback"
+    assert real["ret"].startswith(prefix) and sim["ret"].startswith(prefix)
+    assert sim["ret"].splitlines()[-1] == real["ret"].splitlines()[-1]
 
 
 def test_a_missing_argument_reads_alike(stack: Stack) -> None:

@@ -84,16 +84,26 @@ def test_grains():
 
 def test_pillar_items_always_asks_the_master():
     minion = FakeMinion(pillar={"a": 1})
-    assert run(minion, publication("pillar.items")).ret == {"a": 1}
-    assert run(minion, publication("pillar.items")).ret == {"a": 1}
+    assert run(minion, publication("pillar.items", ["unmask=True"])).ret == {"a": 1}
+    assert run(minion, publication("pillar.items", ["unmask=True"])).ret == {"a": 1}
     assert len(minion.pillar_fetches) == 2
 
 
 def test_pillar_get_uses_the_in_memory_pillar():
     minion = FakeMinion(pillar={"nested": {"key": "v"}})
-    assert run(minion, publication("pillar.get", ["nested:key"])).ret == "v"
-    assert run(minion, publication("pillar.get", ["nested:missing", "d"])).ret == "d"
+    get = publication("pillar.get", ["nested:key", "unmask=True"])
+    assert run(minion, get).ret == "v"
+    default = publication("pillar.get", ["nested:missing", "d", "unmask=True"])
+    assert run(minion, default).ret == "d"
     assert len(minion.pillar_fetches) == 1
+
+
+def test_pillar_values_are_masked_unless_unmasked_as_in_salt_3008():
+    minion = FakeMinion(pillar={"a": "secret", "n": {"k": 1, "empty": ""}})
+    masked = {"a": "**********", "n": {"k": "**********", "empty": ""}}
+    assert run(minion, publication("pillar.items")).ret == masked
+    assert run(minion, publication("pillar.item", ["a"])).ret == {"a": "**********"}
+    assert run(minion, publication("pillar.get", ["n:k"])).ret == "**********"
 
 
 def test_saltutil_running_and_find_job_report_in_flight_jobs():
