@@ -152,3 +152,83 @@ def test_the_fleet_passes_salts_option_names_to_its_minions(tmp_path):
 def test_inconsistent_options_are_a_config_error():
     with pytest.raises(ConfigError, match="return_retry_timer_max 3 is below"):
         FleetConfig(return_retry_timer=5, return_retry_timer_max=3)
+
+
+# -- on Salt's own request channel ---------------------------------------------------
+
+
+class _Plain:
+    """A session Crypticle that leaves loads as they are."""
+
+    @staticmethod
+    def dumps(load):
+        return load
+
+
+class _Auth:
+    """An AsyncAuth that has signed in; loads go out unencrypted."""
+
+    mpub = "minion_master.pub"
+    authenticated = True
+    session_crypticle = _Plain()
+
+    def gen_token(self, _):
+        return b"token"
+
+
+class BusyMaster:
+    """A transport to a master that answers the first request too late (it is
+    busy) and every later one at once; records the jids in sending order."""
+
+    ttype = "zeromq"
+
+    def __init__(self) -> None:
+        self.jids: list[str] = []
+
+    async def send(self, load, timeout=60):
+        import salt.exceptions
+
+        self.jids.append(load["load"]["jid"])
+        if len(self.jids) == 1:
+            try:
+                await asyncio.wait_for(asyncio.Event().wait(), timeout)
+            except TimeoutError:
+                # what Salt's ZeroMQ RequestClient raises
+                raise salt.exceptions.SaltReqTimeoutError("Message timed out") from None
+        return {}
+
+
+def test_on_salts_channel_a_queued_return_waits_without_timing_out(tmp_path):
+    """Two returns on one of Salt's AsyncReqChannel: the second waits behind
+    the first's timed-out try (longer than its own timeout) and still goes
+    out on its first try; the first's retry queues behind it."""
+    import salt.channel.client
+    import salt.config
+
+    opts = dict(salt.config.minion_config(None), id="evil-0001", pki_dir=str(tmp_path))
+    master = BusyMaster()
+    policy = ReturnRetry(timer=1, timer_max=1, tries=2)
+
+    async def scenario() -> ProcessStats:
+        channel = salt.channel.client.AsyncReqChannel(opts, master, _Auth())
+        stats = ProcessStats(0, 0, 1)
+        loads = [dict(LOAD, jid=jid) for jid in ("first", "second")]
+        sent = await asyncio.gather(
+            *(
+                deliver_return(
+                    channel, load, policy=policy, stats=stats, rng=random.Random(1)
+                )
+                for load in loads
+            )
+        )
+        assert sent == [True, True]
+        return stats
+
+    stats = asyncio.run(scenario())
+    assert master.jids == ["first", "second", "first"]
+    assert _counts(stats) == {
+        "returns_sent": 2,
+        "return_retries": 1,
+        "return_duplicates": 1,
+        "return_errors": 0,
+    }
