@@ -460,6 +460,9 @@ class SimulatedFunctions:
             return "", EX_OK
         if name == "false":
             return "", EX_GENERIC
+        if name == "exit":
+            # the shell's exit status, as sh takes it (0-255)
+            return "", int(rest[0]) % 256 if rest and rest[0].isdigit() else EX_OK
         canned: dict[str, str] = {
             "hostname": grains["fqdn"] if "-f" in rest else grains["host"],
             "uname": grains["kernelrelease"] if "-r" in rest else "Linux",

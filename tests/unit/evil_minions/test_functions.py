@@ -174,6 +174,8 @@ def test_cmd_run():
         run(minion, publication("cmd.run", ["hostname"])).ret == minion.grains["host"]
     )
     assert run(minion, publication("cmd.run", ["false"])).retcode == 1
+    exited = run(minion, publication("cmd.run", ["exit 3"]))
+    assert (exited.ret, exited.retcode, exited.success) == ("", 3, False)
 
 
 def _store() -> ReplayStore:
