@@ -31,6 +31,9 @@ PILLAR_FILES = {
     # a pillar environment whose only SLS fails to render, for both minions
     "broken/top.sls": "broken:\n  '*':\n    - bad\n",
     "broken/bad.sls": "{{ raise('saltfleet: this pillar fails on purpose') }}\n",
+    # and one where the package states are empty
+    "empty/top.sls": "empty:\n  '*':\n    - nopkgs\n",
+    "empty/nopkgs.sls": "pkgstate:\n  packages: {}\n",
 }
 #: long enough for the real minion's package manager to refuse the package
 TIMEOUT = 300
@@ -60,6 +63,7 @@ def stack(open_tmp_module) -> Iterator[Stack]:
             "pillar_roots": {
                 "base": [str(layout.pillar_root)],
                 "broken": [str(layout.pillar_root / "broken")],
+                "empty": [str(layout.pillar_root / "empty")],
             },
         },
     )
@@ -113,6 +117,13 @@ def test_a_failed_package_state_fails_alike(stack: Stack) -> None:
     assert real_chunk["result"] is False and sim_chunk["result"] is False
     assert sim_chunk["changes"] == real_chunk["changes"] == {}
     assert sim_chunk["comment"] == real_chunk["comment"]
+
+
+def test_a_state_run_with_no_states_reads_alike(stack: Stack) -> None:
+    # Salt's check_result calls an empty run a failure
+    real, sim = _both(stack, "state.sls", ["pkgstate", "pillarenv=empty"])
+    _same_envelope(real, sim)
+    assert sim["ret"] == real["ret"]
 
 
 @pytest.mark.parametrize(
