@@ -299,7 +299,8 @@ def _add_behaviour_args(behaviour: Any) -> None:
         dest="state_pillar",
         action="store_false",
         default=SUPPRESS,
-        help="state runs do not compile the pillar (no package states applied)",
+        help="state runs do not compile the pillar (they see the pillar fetched "
+        "last: no new package states or pillar errors)",
     )
     behaviour.add_argument(
         "--state-count",
@@ -317,7 +318,8 @@ def _add_behaviour_args(behaviour: Any) -> None:
         "--request-timeout",
         type=_positive_float,
         default=SUPPRESS,
-        help=f"seconds per request to the master (default: {_DEFAULTS.request_timeout:g})",
+        help="seconds per sign-in, event or pillar request to the master "
+        f"(default: {_DEFAULTS.request_timeout:g}; returns: --return-retry-*)",
     )
     behaviour.add_argument(
         "--request-tries",
@@ -325,6 +327,17 @@ def _add_behaviour_args(behaviour: Any) -> None:
         default=SUPPRESS,
         help=f"tries per request (default: {_DEFAULTS.request_tries})",
     )
+    for option, what in (
+        ("return_retry_timer", "least seconds per try of a job return"),
+        ("return_retry_timer_max", "most seconds per try of a job return"),
+        ("return_retry_tries", "tries of a job return"),
+    ):
+        behaviour.add_argument(
+            "--" + option.replace("_", "-"),
+            type=_positive_int,
+            default=SUPPRESS,
+            help=f"{what}: Salt's minion option {option} (default: Salt's)",
+        )
     behaviour.add_argument(
         "--seed",
         type=int,
@@ -415,7 +428,8 @@ _FLEET_FIELDS: Final = (
     "publish_port", "transport", "processes", "count", "prefix", "start_index",
     "id_width", "keys_dir", "run_dir", "keysize", "ramp_rate", "auth_concurrency",
     "replay_file", "replay_first", "startup_pillar", "state_pillar", "state_count",
-    "package_count", "request_timeout", "request_tries", "status_interval",
+    "package_count", "request_timeout", "request_tries", "return_retry_timer",
+    "return_retry_timer_max", "return_retry_tries", "status_interval",
     "log_level", "seed",
 )  # fmt: skip
 #: option names that differ from their FleetConfig field

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from evil_minions.errors import EvilMinionsError
+from evil_minions.returns import ReturnRetry
 
 DEFAULT_PREFIX: Final = "evil"
 DEFAULT_PUBLISH_PORT: Final = 4505
@@ -240,14 +241,19 @@ class FleetConfig:
     replay_first: bool = False
     #: fetch the pillar once when a minion starts, as a real minion does
     startup_pillar: bool = True
-    #: compile the pillar for every highstate / ``state.sls pkgstate``, as a
-    #: real minion does (package states come from it); off, a state run is
-    #: the synthetic one only and costs the master no pillar compile
+    #: compile the pillar for every state run, as a real minion does (package
+    #: states and pillar errors come from it); off, a state run uses the
+    #: pillar fetched last and costs the master no pillar compile
     state_pillar: bool = True
     state_count: int = DEFAULT_STATE_COUNT
     package_count: int = DEFAULT_PACKAGE_COUNT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     request_tries: int = DEFAULT_REQUEST_TRIES
+    #: Salt's minion options for returns (see evil_minions.returns); None:
+    #: Salt's default (``salt.config.DEFAULT_MINION_OPTS``)
+    return_retry_timer: int | None = None
+    return_retry_timer_max: int | None = None
+    return_retry_tries: int | None = None
     status_interval: float = DEFAULT_STATUS_INTERVAL
     log_level: str = "warning"
     seed: int | None = None
@@ -286,6 +292,23 @@ class FleetConfig:
             raise ConfigError("--state-count and --package-count must be >= 1")
         if self.request_timeout <= 0 or self.request_tries < 1:
             raise ConfigError("--request-timeout must be > 0 and --request-tries >= 1")
+        try:
+            self.return_retry()
+        except ValueError as exc:
+            raise ConfigError(f"invalid --return-retry-*: {exc}") from None
+
+    def return_retry_options(self) -> dict[str, int]:
+        """The ``return_retry_*`` minion options set here (unset: Salt's default)."""
+        given = {
+            "return_retry_timer": self.return_retry_timer,
+            "return_retry_timer_max": self.return_retry_timer_max,
+            "return_retry_tries": self.return_retry_tries,
+        }
+        return {name: value for name, value in given.items() if value is not None}
+
+    def return_retry(self) -> ReturnRetry:
+        """How the fleet's minions try and give up returns."""
+        return ReturnRetry.from_opts(self.return_retry_options())
 
     @property
     def master_uri(self) -> str:

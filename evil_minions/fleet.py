@@ -41,6 +41,7 @@ from evil_minions.keys import RUN_PKI_DIR
 from evil_minions.matching import TargetMatcher
 from evil_minions.minion import ProcessContext, SimulatedMinion
 from evil_minions.replay import ReplayStore
+from evil_minions.returns import ReturnRetry
 from evil_minions.saltopts import base_opts, minion_opts
 from evil_minions.status import (
     ProcessStats,
@@ -186,6 +187,7 @@ class FleetWorker:
             request_timeout=cfg.request_timeout,
             request_tries=cfg.request_tries,
             package_count=cfg.package_count,
+            return_retry=ReturnRetry.from_opts(self._base_opts),
             zmq_context=zmq_context,
         )
 

@@ -22,7 +22,7 @@ import random
 import shlex
 import traceback
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 from evil_minions.config import TimingModel
 from evil_minions.grains import SALT_VERSION
@@ -34,11 +34,17 @@ from evil_minions.replay import ReplayStore, split_publication_args
 from evil_minions.states import split_mods, synthetic_state_run
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 EX_OK: Final = 0
 EX_GENERIC: Final = 1
-#: Salt's retcode for a state run that could not start (salt.defaults.exitcodes)
+#: Salt's retcodes for state runs (salt.defaults.exitcodes): a run that could
+#: not start or compile, a run with a failed state, a pillar with errors
 EX_STATE_COMPILER_ERROR: Final = 1
+EX_STATE_FAILURE: Final = 2
+EX_PILLAR_FAILURE: Final = 5
+#: the first line of a state run refused for pillar errors (salt.modules.state)
+PILLAR_FAILURE_HEADER: Final = "Pillar failed to render with the following messages:"
 
 #: Outputter a real minion attaches to the return of these functions.
 _OUTPUTTERS: Final = {
@@ -88,7 +94,7 @@ class Runtime:
     timing: TimingModel
     rng: random.Random
     state_count: int = 10
-    #: fetch the pillar for a highstate / ``state.sls pkgstate``
+    #: fetch the pillar for every state run, as a real minion compiles it
     state_pillar: bool = True
     replay: ReplayStore | None = None
     replay_first: bool = False
@@ -152,7 +158,11 @@ class SimulatedFunctions:
 
     async def test_sleep(self, length: Any, fixed: bool = False) -> bool:
         """test.sleep: sleep ``length`` seconds, then ``True``."""
-        await asyncio.sleep(max(0.0, float(length)))
+        # A string is parsed as Salt parses it (int(): "soon" fails alike); a
+        # number keeps its fraction, which Salt would truncate, so that
+        # scenarios can run sub-second jobs.
+        seconds = float(length) if isinstance(length, int | float) else int(length)
+        await asyncio.sleep(max(0.0, seconds))
         return True
 
     async def test_version(self) -> str:
@@ -195,8 +205,10 @@ class SimulatedFunctions:
             pillar_override=kwargs.get("pillar"),
         )
         if args:
-            return {str(a): pillar.get(str(a)) for a in args}
-        return pillar
+            return _pillar_output(
+                {str(a): pillar.get(str(a)) for a in args}, kwargs.get("unmask")
+            )
+        return _pillar_output(pillar, kwargs.get("unmask"))
 
     async def pillar_get(
         self,
@@ -207,6 +219,7 @@ class SimulatedFunctions:
         delimiter: str = ":",
         pillarenv: str | None = None,
         saltenv: str | None = None,
+        unmask: Any = None,
     ) -> Any:
         """pillar.get: one pillar key (``a:b`` traverses) or ``default``."""
         # Like the real pillar.get: the minion's in-memory pillar, which a real
@@ -216,7 +229,7 @@ class SimulatedFunctions:
             pillar = await self.minion.fetch_pillar(
                 pillarenv=pillarenv, saltenv=saltenv
             )
-        return _traverse(pillar, str(key), default, delimiter)
+        return _pillar_output(_traverse(pillar, str(key), default, delimiter), unmask)
 
     async def pillar_item(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """pillar.item: the named pillar keys."""
@@ -225,7 +238,8 @@ class SimulatedFunctions:
             pillar = await self.minion.fetch_pillar()
         default = kwargs.get("default", "")
         delimiter = kwargs.get("delimiter", ":")
-        return {str(a): _traverse(pillar, str(a), default, delimiter) for a in args}
+        found = {str(a): _traverse(pillar, str(a), default, delimiter) for a in args}
+        return _pillar_output(found, kwargs.get("unmask"))
 
     async def saltutil_refresh_pillar(
         self, wait: bool = False, timeout: int = 30, clean_cache: bool = True
@@ -268,23 +282,68 @@ class SimulatedFunctions:
         return await self._state_run(mods, dict(kwargs, test=test, queue=queue))
 
     async def _state_run(self, mods: Any, kwargs: Mapping[str, Any]) -> Any:
+        """
+        One state run, failing as ``salt.modules.state`` fails.
+
+        In Salt's order: a concurrent run refuses (retcode 1), a pillar
+        override that is not a dict is an invocation error, a pillar with
+        ``_errors`` refuses the run (retcode 5, unless ``force=True``), and a
+        run with a failed state has retcode 2 (Salt's own
+        ``salt.utils.state.check_result`` decides).
+        """
+        import salt.exceptions
+        import salt.utils.state
+
         jid = str(self.publication.get("jid", ""))
         if not kwargs.get("queue"):
             conflict = self._state_conflict(jid)
             if conflict:
                 self.retcode = EX_STATE_COMPILER_ERROR
                 return conflict
-        sls_names = split_mods(mods)
-        entries: dict[str, Any] = {}
-        if self.runtime.state_pillar and (not sls_names or PKGSTATE_SLS in sls_names):
-            # As a real highstate or state.sls: the pillar is compiled afresh
-            # by the master, so a saved package state is seen at once.
-            pillar = await self.minion.fetch_pillar(
-                pillarenv=kwargs.get("pillarenv"),
-                saltenv=kwargs.get("saltenv"),
-                pillar_override=kwargs.get("pillar"),
+        override = kwargs.get("pillar")
+        if (
+            kwargs.get("pillar_enc") is None
+            and override is not None
+            and not isinstance(override, dict)
+        ):
+            raise salt.exceptions.SaltInvocationError(
+                "Pillar data must be formatted as a dictionary, unless pillar_enc "
+                "is specified."
             )
-            entries = managed_packages(pillar)
+        pillar = await self._state_pillar(kwargs)
+        errors = None if kwargs.get("force") else pillar.get("_errors")
+        if errors:
+            self.retcode = EX_PILLAR_FAILURE
+            return [PILLAR_FAILURE_HEADER, *errors]
+        run = await self._synthetic_run(
+            split_mods(mods), managed_packages(pillar), kwargs
+        )
+        if not salt.utils.state.check_result(run):
+            self.retcode = EX_STATE_FAILURE
+        return run
+
+    async def _state_pillar(self, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The pillar a state run sees: compiled afresh by the master, as a
+        real minion's ``HighState`` does for every published state run (package
+        states and pillar errors come from it); the last one fetched when
+        ``--no-state-pillar`` spares the master those compiles."""
+        if not self.runtime.state_pillar:
+            return self.minion.pillar or {}
+        return await self.minion.fetch_pillar(
+            pillarenv=kwargs.get("pillarenv"),
+            saltenv=kwargs.get("saltenv"),
+            pillar_override=kwargs.get("pillar"),
+        )
+
+    async def _synthetic_run(
+        self,
+        sls_names: list[str],
+        entries: Mapping[str, Mapping[str, Any]],
+        kwargs: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The states of the run: synthetic ones for every SLS but
+        ``pkgstate``, then the package states ``entries`` ask for (highstate
+        or ``pkgstate`` only)."""
         duration = self.runtime.timing.state_run_duration(
             self.runtime.rng, self.runtime.slowdown
         )
@@ -301,7 +360,7 @@ class SimulatedFunctions:
                 rng=self.runtime.rng,
                 test=test,
             )
-        if entries:
+        if entries and (not sls_names or PKGSTATE_SLS in sls_names):
             run.update(
                 apply_package_states(
                     self.minion.packages, entries, test=test, first_run_num=len(run)
@@ -401,6 +460,9 @@ class SimulatedFunctions:
             return "", EX_OK
         if name == "false":
             return "", EX_GENERIC
+        if name == "exit":
+            # the shell's exit status, as sh takes it (0-255)
+            return "", int(rest[0]) % 256 if rest and rest[0].isdigit() else EX_OK
         canned: dict[str, str] = {
             "hostname": grains["fqdn"] if "-f" in rest else grains["host"],
             "uname": grains["kernelrelease"] if "-r" in rest else "Linux",
@@ -410,6 +472,17 @@ class SimulatedFunctions:
             "cat": grains["machine_id"] if rest == ["/etc/machine-id"] else "",
         }
         return canned.get(name, ""), EX_OK
+
+
+def _pillar_output(value: _T, unmask: Any) -> _T:
+    """Pillar data as Salt 3008's pillar functions return it: every non-empty
+    leaf masked unless the caller asked for ``unmask=True`` (same structure)."""
+    import salt.utils.secret
+
+    if _is_true(unmask):
+        return value
+    masked: _T = salt.utils.secret.serial(value)
+    return masked
 
 
 def _is_true(value: Any) -> bool:
@@ -512,11 +585,13 @@ async def _call(
         salt.exceptions.SaltClientError,
     ) as exc:
         return JobOutcome(f"ERROR executing '{fun}': {exc}", EX_GENERIC, "nested")
-    except (TypeError, ValueError) as exc:
-        # Salt reports TypeError this way; ValueError is ours (e.g. a
-        # non-numeric test.sleep length) and is a bad argument too.
+    except TypeError as exc:
+        # Python names the method; a real minion's message names Salt's
+        # function. Any other exception (a ValueError of a non-numeric
+        # test.sleep length) is "caused an exception", as on a real minion.
+        message = str(exc).replace(f"{impl.__qualname__}(", f"{fun.split('.')[-1]}(")
         return JobOutcome(
-            f"Passed invalid arguments to {fun}: {exc}\n{impl.__doc__ or ''}",
+            f"Passed invalid arguments to {fun}: {message}\n{impl.__doc__ or ''}",
             EX_GENERIC,
             "nested",
         )

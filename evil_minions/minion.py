@@ -35,6 +35,7 @@ from evil_minions.jobs import JobTracker
 from evil_minions.keys import load_private_key
 from evil_minions.matching import TargetMatcher, match_view
 from evil_minions.packages import PackageSet
+from evil_minions.returns import ReturnRetry, deliver_return
 from evil_minions.status import ProcessStats
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,10 @@ class ProcessContext:
     request_timeout: float
     request_tries: int
     package_count: int
+    #: how returns are tried and given up (Salt's ``return_retry_*`` options)
+    return_retry: ReturnRetry = dataclasses.field(
+        default_factory=lambda: ReturnRetry.from_opts({})
+    )
     #: shared ``zmq.asyncio.Context`` for the minions' request sockets (zeromq only)
     zmq_context: Any = None
     tasks: set[asyncio.Task[Any]] = dataclasses.field(default_factory=set)
@@ -305,17 +310,14 @@ class SimulatedMinion:
             ret["metadata"] = load["metadata"]
         if outcome.out:
             ret["out"] = outcome.out
-        try:
-            await self._channel.send(
-                ret, timeout=self._ctx.request_timeout, tries=self._ctx.request_tries
-            )
-        except Exception as exc:
-            self._ctx.stats.return_errors += 1
-            log.warning(
-                "%s: return of job %s failed: %s", self.minion_id, load["jid"], exc
-            )
-        else:
-            self._ctx.stats.returns_sent += 1
+        ctx = self._ctx
+        await deliver_return(
+            self._channel,
+            ret,
+            policy=ctx.return_retry,
+            stats=ctx.stats,
+            rng=ctx.runtime.rng,
+        )
 
     # -- events ---------------------------------------------------------------------
 

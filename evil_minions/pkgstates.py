@@ -66,6 +66,8 @@ class _Outcome:
     changes: dict[str, Any] = dataclasses.field(default_factory=dict)
     install: str | None = None
     remove: bool = False
+    #: False for a state Salt did not run because a requisite failed
+    ran: bool = True
 
 
 def state_id(policy: str, name: str) -> str:
@@ -112,8 +114,8 @@ def apply_package_states(
         if outcome.remove:
             remove.append(name)
         chunks = [(policy, STATE_FUNCTIONS.get(policy, policy or "installed"), outcome)]
-        if _holds(entry) and outcome.result is not False:
-            held = _held(packages, name, test)
+        if _holds(entry):
+            held = _held_after(packages, name, outcome, test)
             hold += [name] if held.changes else []
             chunks.append(("held", "held", held))
         for kind, function, result in chunks:
@@ -133,6 +135,20 @@ def _holds(entry: Mapping[str, Any]) -> bool:
         and entry.get("policy") == "installed"
         and entry.get("op") in ("=", "==")
     )
+
+
+def _held_after(
+    packages: PackageSet, name: str, installed: _Outcome, test: bool
+) -> _Outcome:
+    """The ``pkg.held`` state, which requires the ``pkg.installed`` one: Salt
+    does not run it when that failed and says which requisite did."""
+    if installed.result is False:
+        return _Outcome(
+            False,
+            f"One or more requisite failed: {SLS}.{state_id('installed', name)}",
+            ran=False,
+        )
+    return _held(packages, name, test)
 
 
 def _held(packages: PackageSet, name: str, test: bool) -> _Outcome:
@@ -157,7 +173,7 @@ def _chunk(
     clock: datetime.datetime,
 ) -> dict[str, Any]:
     sid = state_id(kind, name)
-    return {
+    chunk: dict[str, Any] = {
         "__id__": sid,
         "__run_num__": run_num,
         "__sls__": SLS,
@@ -168,6 +184,9 @@ def _chunk(
         "result": outcome.result,
         "start_time": clock.strftime("%H:%M:%S.%f"),
     }
+    if not outcome.ran:
+        chunk["__state_ran__"] = False
+    return chunk
 
 
 def _decide(
@@ -214,17 +233,35 @@ def _installed(
             )
         return _Outcome(True, f"Package {name} is already installed")
     offered = packages.repo_versions(name)
-    if spec:
-        offered = [v for v in offered if satisfies(v, str(op), str(version))]
-    if not offered:
-        wanted = f"{name}{op}{version}" if spec else name
+    if not offered and packages.style != "deb":
+        # Salt's pre-flight check (pkg.check_db, which apt lacks) names the
+        # package only.
         return _Outcome(
             False,
             "The following package(s) were not found, and no possible matches "
-            f"were found in the package db: {wanted}",
+            f"were found in the package db: {name}",
         )
+    if spec:
+        offered = [v for v in offered if satisfies(v, str(op), str(version))]
+    if not offered:
+        return _Outcome(False, _install_refused(packages.style, name, op, version))
     target = offered[-1]
     return _change_to(name, current, target, test, "installed/updated")
+
+
+def _install_refused(style: str, name: str, op: Any, version: Any) -> str:
+    """The comment of a ``pkg.installed`` the package manager refused: Salt
+    reports the manager's error lines (apt's words for deb, yum's otherwise)."""
+    if style != "deb":
+        error = f"No package {name}{op or ''}{version or ''} available."
+    elif version is None:
+        error = f"E: Unable to locate package {name}"
+    else:
+        error = f"E: Version '{version}' for '{name}' was not found"
+    return (
+        "Problem encountered installing package(s). Additional info follows:"
+        f"\n\nerrors:\n    - {error}"
+    )
 
 
 def _latest(

@@ -62,6 +62,7 @@ def base_opts(cfg: FleetConfig, run_dir: str) -> dict[str, Any]:
         auth_events=False,
         grains={},
     )
+    opts.update(cfg.return_retry_options())
     return opts
 
 

@@ -43,7 +43,8 @@ PROCESS_STATUS_GLOB: Final = "status-*.json"
 COUNTERS: Final = (
     "minions", "started", "authenticated", "connected", "auth_failures",
     "publications", "jobs_seen", "jobs_running", "jobs_waiting", "returns_sent",
-    "return_errors", "events_sent", "event_errors", "pillar_requests",
+    "return_retries", "return_duplicates", "returns_given_up", "return_errors",
+    "events_sent", "event_errors", "pillar_requests",
     "pillar_errors", "errors", "rss_kb", "baseline_rss_kb",
 )  # fmt: skip
 _ERROR_COUNTERS: Final = (
@@ -73,7 +74,17 @@ class ProcessStats:
     jobs_seen: int = 0
     jobs_running: int = 0
     jobs_waiting: int = 0
+    #: returns the master acknowledged
     returns_sent: int = 0
+    #: tries of a return after its first (see evil_minions.returns)
+    return_retries: int = 0
+    #: retries after a timed-out try: the master receives that return twice
+    return_duplicates: int = 0
+    #: returns whose job stopped waiting for the acknowledgement, as a real
+    #: minion's job process does; the return may still arrive later
+    returns_given_up: int = 0
+    #: returns whose every try failed; the minion sends them no more (a
+    #: timed-out copy may still reach the master: count losses there)
     return_errors: int = 0
     events_sent: int = 0
     event_errors: int = 0
@@ -251,6 +262,9 @@ def format_summary(status: Mapping[str, Any]) -> str:
         f"authenticated={status.get('authenticated')} connected={status.get('connected')} "
         f"publications={status.get('publications')} jobs_seen={status.get('jobs_seen')} "
         f"jobs_running={status.get('jobs_running')} returns_sent={status.get('returns_sent')} "
+        f"return_retries={status.get('return_retries')} "
+        f"return_duplicates={status.get('return_duplicates')} "
+        f"returns_given_up={status.get('returns_given_up')} "
         f"events_sent={status.get('events_sent')} pillar_requests={status.get('pillar_requests')} "
         f"errors={status.get('errors')} (auth_failures={status.get('auth_failures')} "
         f"return_errors={status.get('return_errors')} event_errors={status.get('event_errors')} "

@@ -120,6 +120,8 @@ def _sample_config() -> FleetConfig:
         replay_first=True,
         startup_pillar=False,
         state_pillar=False,
+        return_retry_timer=2,
+        return_retry_tries=4,
         seed=3,
     )
 
@@ -140,6 +142,7 @@ def test_argv_round_trip_through_the_cli_parser():
         "--exempt-functions", "saltutil.find_job",
         "--replay", "/replay.json", "--replay-first", "--no-startup-pillar",
         "--no-state-pillar",
+        "--return-retry-timer", "2", "--return-retry-tries", "4",
         "--seed", "3",
     ]  # fmt: skip
     args = _build_parser().parse_args(["run", *argv])

@@ -52,7 +52,11 @@ def test_invalid_keyword_argument_is_salts_error():
 
 def test_missing_positional_argument():
     outcome = run(FakeMinion(), publication("test.sleep"))
-    assert outcome.ret.startswith("Passed invalid arguments to test.sleep")
+    # the first line as a real minion's (the rest is the docstring)
+    assert outcome.ret.splitlines()[0] == (
+        "Passed invalid arguments to test.sleep: sleep() missing 1 required "
+        "positional argument: 'length'"
+    )
     assert outcome.retcode == 1
 
 
@@ -80,16 +84,26 @@ def test_grains():
 
 def test_pillar_items_always_asks_the_master():
     minion = FakeMinion(pillar={"a": 1})
-    assert run(minion, publication("pillar.items")).ret == {"a": 1}
-    assert run(minion, publication("pillar.items")).ret == {"a": 1}
+    assert run(minion, publication("pillar.items", ["unmask=True"])).ret == {"a": 1}
+    assert run(minion, publication("pillar.items", ["unmask=True"])).ret == {"a": 1}
     assert len(minion.pillar_fetches) == 2
 
 
 def test_pillar_get_uses_the_in_memory_pillar():
     minion = FakeMinion(pillar={"nested": {"key": "v"}})
-    assert run(minion, publication("pillar.get", ["nested:key"])).ret == "v"
-    assert run(minion, publication("pillar.get", ["nested:missing", "d"])).ret == "d"
+    get = publication("pillar.get", ["nested:key", "unmask=True"])
+    assert run(minion, get).ret == "v"
+    default = publication("pillar.get", ["nested:missing", "d", "unmask=True"])
+    assert run(minion, default).ret == "d"
     assert len(minion.pillar_fetches) == 1
+
+
+def test_pillar_values_are_masked_unless_unmasked_as_in_salt_3008():
+    minion = FakeMinion(pillar={"a": "secret", "n": {"k": 1, "empty": ""}})
+    masked = {"a": "**********", "n": {"k": "**********", "empty": ""}}
+    assert run(minion, publication("pillar.items")).ret == masked
+    assert run(minion, publication("pillar.item", ["a"])).ret == {"a": "**********"}
+    assert run(minion, publication("pillar.get", ["n:k"])).ret == "**********"
 
 
 def test_saltutil_running_and_find_job_report_in_flight_jobs():
@@ -160,6 +174,8 @@ def test_cmd_run():
         run(minion, publication("cmd.run", ["hostname"])).ret == minion.grains["host"]
     )
     assert run(minion, publication("cmd.run", ["false"])).retcode == 1
+    exited = run(minion, publication("cmd.run", ["exit 3"]))
+    assert (exited.ret, exited.retcode, exited.success) == ("", 3, False)
 
 
 def _store() -> ReplayStore:
@@ -191,3 +207,42 @@ def test_modelled_functions_win_over_replay_unless_replay_first():
     assert run(FakeMinion(), publication("test.ping"), rt).ret is True
     rt.replay_first = True
     assert run(FakeMinion(), publication("test.ping"), rt).ret == "replayed"
+
+
+# -- failures as a real 3008 minion reports them -------------------------------------
+
+
+def _kwarg(**kwargs):
+    return [dict(kwargs, __kwarg__=True)]
+
+
+def test_pillar_errors_refuse_every_state_run_with_retcode_5():
+    errors = ["Rendering SLS 'broken' failed, render error: boom"]
+    for load in (
+        publication("state.apply"),
+        publication("state.highstate"),
+        publication("state.sls", ["web"]),
+        publication("state.apply", ["web", *_kwarg(test=True)]),
+    ):
+        outcome = run(FakeMinion(pillar={"_errors": errors}), load)
+        assert outcome.ret == [
+            "Pillar failed to render with the following messages:",
+            *errors,
+        ]
+        assert outcome.retcode == 5 and not outcome.success
+        assert outcome.out == "highstate"
+
+
+def test_force_runs_states_despite_pillar_errors():
+    minion = FakeMinion(pillar={"_errors": ["boom"]})
+    outcome = run(minion, publication("state.apply", _kwarg(force=True)))
+    assert outcome.retcode == 0 and isinstance(outcome.ret, dict)
+
+
+def test_a_pillar_override_that_is_no_dict_is_salts_invocation_error():
+    outcome = run(FakeMinion(), publication("state.apply", _kwarg(pillar="a=b")))
+    assert outcome.ret == (
+        "ERROR executing 'state.apply': Pillar data must be formatted as a "
+        "dictionary, unless pillar_enc is specified."
+    )
+    assert (outcome.retcode, outcome.success, outcome.out) == (1, False, "nested")

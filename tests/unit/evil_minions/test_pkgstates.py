@@ -88,9 +88,12 @@ def test_installed_fails_for_a_version_nobody_offers(pkgs):
     )
     chunk = run[_key("installed", name)]
     assert chunk["result"] is False and chunk["changes"] == {}
-    assert (
-        "no possible matches" in chunk["comment"] and f"{name}>=99" in chunk["comment"]
+    # the package exists, so Salt's pre-flight check passes and the package
+    # manager's refusal is the comment
+    assert chunk["comment"].startswith(
+        "Problem encountered installing package(s). Additional info follows:"
     )
+    assert chunk["comment"].endswith(f"errors:\n    - No package {name}>=99 available.")
     assert pkgs.list_pkgs() == before
 
 
@@ -219,10 +222,34 @@ def test_highstate_adds_package_states_after_the_other_states():
     assert name in minion.packages.names()
 
 
-def test_other_sls_do_not_fetch_the_pillar():
+def test_every_state_run_compiles_the_pillar_unless_told_not_to():
     minion = FakeMinion()
     asyncio.run(execute(minion, runtime(), publication("state.sls", ["web"])))
-    assert minion.pillar_fetches == []
+    assert len(minion.pillar_fetches) == 1
+    spared = runtime()
+    spared.state_pillar = False
+    asyncio.run(execute(minion, spared, publication("state.sls", ["web"])))
+    assert len(minion.pillar_fetches) == 1
+
+
+def test_a_failed_package_state_fails_the_run_with_retcode_2():
+    minion = FakeMinion()
+    missing = "saltfleet-no-such-package"
+    minion.master_pillar = _pillar(
+        {missing: {"policy": "installed", "op": "=", "version": "9.9", "hold": True}}
+    )
+    outcome = asyncio.run(
+        execute(minion, runtime(), publication("state.sls", ["pkgstate"]))
+    )
+    assert (outcome.retcode, outcome.success, outcome.out) == (2, False, "highstate")
+    failed = outcome.ret[_key("installed", missing)]
+    assert failed["result"] is False and failed["changes"] == {}
+    assert failed["comment"].endswith(f"found in the package db: {missing}")
+    held = outcome.ret[f"pkg_|-pkgstate-held-{missing}_|-{missing}_|-held"]
+    assert held["result"] is False and held["__state_ran__"] is False
+    assert held["comment"] == (
+        f"One or more requisite failed: pkgstate.pkgstate-installed-{missing}"
+    )
 
 
 def test_pkg_queries_follow_the_repositories():
@@ -271,3 +298,14 @@ def test_exact_version_with_hold_adds_a_held_state_once(pkgs):
     assert list(apply_package_states(pkgs, {name: unsupported})) == [
         _key("installed", name)
     ]
+
+
+def test_apt_refuses_a_missing_package_in_its_own_words():
+    # apt has no pkg.check_db: the install runs and apt's error is the comment
+    # (as a real Debian 3008 minion returns it, see test_sim_vs_real)
+    pkgs = PackageSet("evil-0002", "deb", 50)
+    run = apply_package_states(pkgs, {"nosuch": {"policy": "installed"}})
+    assert run[_key("installed", "nosuch")]["comment"] == (
+        "Problem encountered installing package(s). Additional info follows:"
+        "\n\nerrors:\n    - E: Unable to locate package nosuch"
+    )

@@ -33,6 +33,8 @@ def test_aggregate_sums_and_derives():
             authenticated=3,
             connected=3,
             returns_sent=5,
+            return_retries=2,
+            returns_given_up=1,
             return_errors=1,
             rss_kb=5000,
             baseline_rss_kb=4000,
@@ -55,6 +57,9 @@ def test_aggregate_sums_and_derives():
     assert total["ready"] is True
     assert total["rss_kb_per_minion"] == 320.0
     assert "returns_sent=5" in format_summary(total)
+    # retries and give-ups are counted, not errors: the return may arrive
+    assert total["return_retries"] == 2 and total["returns_given_up"] == 1
+    assert "return_retries=2 " in format_summary(total)
 
 
 def test_not_ready_until_every_minion_and_subscription_is_up():
