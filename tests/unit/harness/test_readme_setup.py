@@ -19,9 +19,7 @@ def ci_lines() -> list[str]:
     """The command lines of ``.ci/run`` (no comments, no shell options)."""
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     return [
-        line
-        for line in lines
-        if line and not line.startswith(("#", "set ", "cd "))
+        line for line in lines if line and not line.startswith(("#", "set ", "cd "))
     ]
 
 
