@@ -89,6 +89,9 @@ def _install(session: nox.Session, *extras: str) -> None:
     ``nox -s harness -- status`` answers in about a second.
     """
     _vendor(session)
+    # once visibly (the first build takes a minute and says how far it is),
+    # then silently for the path, which the first call built
+    _run(session, "python", "-c", "from harness import vendor; vendor.build_wheel()")
     wheel = session.run(
         "python",
         "-c",
