@@ -201,6 +201,9 @@ def tests(session: nox.Session) -> None:
         *workers,
         "--dist",
         "loadfile",
+        # a line per test as it ends: under xdist the default prints a dot,
+        # and an integration test can take minutes
+        "-v",
         f"--basetemp={PYTEST_TEMP / 'ours'}",
         *session.posargs,
         "tests",

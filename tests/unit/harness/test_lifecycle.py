@@ -10,6 +10,7 @@ from harness import cli
 from harness.errors import HarnessError
 from harness.processes import ProcessRecord
 from harness.stack import STATE_FILE, StackState, purge_root
+from tests.conftest import STACK_ROOT_ENV
 
 
 def _stopped_stack(root: Path) -> Path:
@@ -76,3 +77,10 @@ def test_hints_name_a_command_that_works_from_the_readme_setup(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "nox -s harness -- up" in err
     assert "python -m harness" not in err
+
+
+def test_tests_never_find_the_users_stack() -> None:
+    # tests/conftest.py points commands run without --root at the tests' own
+    assert STACK_ROOT_ENV == cli.ROOT_ENV
+    assert cli.default_root() != cli.DEFAULT_ROOT
+    assert cli.default_root().name == "tests-stack"
