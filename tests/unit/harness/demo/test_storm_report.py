@@ -5,7 +5,7 @@ off/on table with the limiter's price."""
 from __future__ import annotations
 
 from harness.demo.ratelimit import comparison_table, limiter_cost
-from harness.demo.storm import Ping, StormResult, return_jid
+from harness.demo.storm import Ping, StormResult, return_jid, storm_progress
 
 
 def _pings(*seconds: float) -> list[Ping]:
@@ -102,3 +102,15 @@ def test_return_jid() -> None:
     assert return_jid("salt/job/2026/ret/evil-0001") == "2026"
     assert return_jid("salt/job/2026/new") is None
     assert return_jid("salt/ratelimit/job/2026/published") is None
+
+
+def test_a_storm_says_how_far_it_is() -> None:
+    # storms ran for minutes with nothing printed
+    storm = _storm("on", 0, 0, excluded={"2": 2})
+    assert storm_progress(storm, 30.4) == (
+        "storm (on): 18 of 18 returns in, 2 of 2 jobs complete, 30s"
+    )
+    storm = _storm("off", 0, 0)
+    assert storm_progress(storm, 10) == (
+        "storm (off): 18 of 20 returns in, 1 of 2 jobs complete, 10s"
+    )
