@@ -127,6 +127,7 @@ def _wait_for_minions(
     anew with the restarted master); return the ids still silent after
     ``timeout``."""
     import salt.client
+    import salt.exceptions
 
     accepted_dir = Path(config["pki_dir"]) / "minions"
     accepted = (
@@ -138,6 +139,11 @@ def _wait_for_minions(
         client = salt.client.LocalClient(c_path=str(conf_path))
         try:
             answered = client.cmd(silent, "test.ping", tgt_type="list", timeout=5)
+        except salt.exceptions.SaltClientError:
+            # a master just started on a busy machine may not take the
+            # publication yet: ask again until the deadline
+            answered = {}
+            time.sleep(1)
         finally:
             client.destroy()
         silent = [m for m in silent if answered.get(m) is not True]
