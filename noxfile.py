@@ -170,7 +170,9 @@ def tests(session: nox.Session) -> None:
     no_tests_ok = [0, 5]
     # pytest's own progress (a line per test file, its share done), not -q:
     # the two runs take about 8 minutes each. Its temporary directories go
-    # under .saltfleet/ (emptied by the next run), not into /tmp.
+    # under .saltfleet/ (emptied by the next run), not into /tmp; pytest
+    # makes --basetemp itself but not its parent.
+    PYTEST_TEMP.mkdir(parents=True, exist_ok=True)
     if paths:
         with session.chdir(SALT_SRC), _removing_new_temp(SALT_TEST_TEMP):
             # One process: upstream's unit conftest fails any test whose
