@@ -40,8 +40,11 @@ SALT_SRC = ROOT / "salt" / "src"
 SALTEXT = ROOT / "saltext-pkgstate"
 # Running upstream's tests: their own conftest, not this project's pytest config.
 SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprovider"]
-# pytest's temporary directories for the test session (not /tmp/pytest-of-USER)
-PYTEST_TEMP = ROOT / ".saltfleet" / "pytest"
+# pytest keeps only failed tests' tmp_path, and nothing of a run that passed
+# (upstream's run reads no ini file; ours has it in pyproject.toml). Not
+# --basetemp in the checkout: tests that need a directory outside any git
+# checkout (tmp_path) would find themselves inside this one.
+KEEP_FAILED_TMP = ["-o", "tmp_path_retention_policy=failed"]
 # what upstream's test suite leaves in the temp directory (tests/support/paths.py)
 SALT_TEST_TEMP = ("salt-temp-", "salt-tests-tmpdir-")
 
@@ -169,10 +172,7 @@ def tests(session: nox.Session) -> None:
     # tested area is not a failure, and pytest says so in its summary.
     no_tests_ok = [0, 5]
     # pytest's own progress (a line per test file, its share done), not -q:
-    # the two runs take about 8 minutes each. Its temporary directories go
-    # under .saltfleet/ (emptied by the next run), not into /tmp; pytest
-    # makes --basetemp itself but not its parent.
-    PYTEST_TEMP.mkdir(parents=True, exist_ok=True)
+    # the two runs take about 8 minutes each.
     if paths:
         with session.chdir(SALT_SRC), _removing_new_temp(SALT_TEST_TEMP):
             # One process: upstream's unit conftest fails any test whose
@@ -190,7 +190,7 @@ def tests(session: nox.Session) -> None:
                 "--slow-callbacks",
                 str(ROOT / "patches" / "upstream-slow-callbacks"),
                 *SALT_PYTEST,
-                f"--basetemp={PYTEST_TEMP / 'upstream'}",
+                *KEEP_FAILED_TMP,
                 "--",
                 *paths,
                 success_codes=no_tests_ok,
@@ -206,7 +206,6 @@ def tests(session: nox.Session) -> None:
         # a line per test as it ends: under xdist the default prints a dot,
         # and an integration test can take minutes
         "-v",
-        f"--basetemp={PYTEST_TEMP / 'ours'}",
         *session.posargs,
         "tests",
         "saltext-pkgstate/tests",
