@@ -113,6 +113,27 @@ def test_the_readme_by_hand_block_works_verbatim(open_tmp) -> None:
     assert keys[0] == "Accepted Keys:"
     assert set(keys[1 : keys.index("Denied Keys:")]) == fleet
     assert _salt_lines(by_name["salt-call test.echo hello"]) == ["local:", "    hello"]
+    # the Queries section's examples: SUSE minions with more than 4 GB, and
+    # the first nine simulated minions' addresses
+    big = _salt_lines(
+        by_name[
+            "salt-run query.query minion fields=name,os,mem_total,cpus "
+            "filter='os == \"SUSE\" and mem_total > 4096'"
+        ]
+    )
+    assert big[0].split() == ["Name", "OS", "MemTotal", "CPUs"]
+    suse = [line.split() for line in big[1:] if line.startswith("evil-")]
+    assert suse and all(r[1] == "SUSE" and int(r[2].rstrip("M")) > 4096 for r in suse)
+    assert "(nodata)" not in "\n".join(big)
+    addresses = _salt_lines(
+        by_name[
+            "salt-run query.query minion fields=name,ip4.0 names='evil-000*' "
+            "separator='|' header=False"
+        ]
+    )
+    assert [a for a in addresses if a.startswith("evil-")] == [
+        f"evil-000{n}|10.0.0.{n + 1}" for n in range(1, 10)
+    ]
     inserts = [c for c in commands if ' sql "INSERT' in c]
     assert len(inserts) == 4
     for command in inserts:  # a fresh stack: every row is new
