@@ -485,7 +485,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
         "minion answers a ping again ...",
         flush=True,
     )
-    pid, silent = restart_master(state, options)
+    pid, silent = restart_master(state, options, say=_say)
     changed = f" with {', '.join(sorted(options))} set" if options else ""
     print(f"salt-master restarted{changed}: pid {pid}")
     if silent:
