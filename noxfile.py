@@ -15,13 +15,19 @@ nox -s upstream         the series as pull requests to Salt, checked as upstream
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
+import shutil
+import tempfile
 import types
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nox
+import nox.command
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -34,6 +40,28 @@ SALT_SRC = ROOT / "salt" / "src"
 SALTEXT = ROOT / "saltext-pkgstate"
 # Running upstream's tests: their own conftest, not this project's pytest config.
 SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprovider"]
+# pytest keeps only failed tests' tmp_path, and nothing of a run that passed
+# (upstream's run reads no ini file; ours has it in pyproject.toml). Not
+# --basetemp in the checkout: tests that need a directory outside any git
+# checkout (tmp_path) would find themselves inside this one.
+KEEP_FAILED_TMP = ["-o", "tmp_path_retention_policy=failed"]
+# what upstream's test suite leaves in the temp directory (tests/support/paths.py)
+SALT_TEST_TEMP = ("salt-temp-", "salt-tests-tmpdir-")
+
+
+def _run(session: nox.Session, *args: str, **kwargs: Any) -> Any:
+    """``session.run``, but a failing command's own exit code becomes nox's.
+
+    nox turns every failed command into exit 1; the harness's codes mean
+    something (75: the master's queue is full, 69: expired unpublished, 2: a
+    usage error), so they reach the caller unchanged.
+    """
+    try:
+        return session.run(*args, **kwargs)
+    except nox.command.CommandFailed as exc:
+        if exc.return_code is None:
+            raise
+        raise SystemExit(exc.return_code) from None
 
 
 def _load(path: Path) -> types.ModuleType:
@@ -46,7 +74,7 @@ def _load(path: Path) -> types.ModuleType:
 
 
 def _vendor(session: nox.Session) -> None:
-    session.run("python", "-m", "harness", "vendor", *_vendor_args(session))
+    _run(session, "python", "-m", "harness", "vendor", *_vendor_args(session))
 
 
 def _vendor_args(session: nox.Session) -> list[str]:
@@ -64,6 +92,9 @@ def _install(session: nox.Session, *extras: str) -> None:
     ``nox -s harness -- status`` answers in about a second.
     """
     _vendor(session)
+    # once visibly (the first build takes a minute and says how far it is),
+    # then silently for the path, which the first call built
+    _run(session, "python", "-c", "from harness import vendor; vendor.build_wheel()")
     wheel = session.run(
         "python",
         "-c",
@@ -83,9 +114,28 @@ def _install(session: nox.Session, *extras: str) -> None:
     if marker.exists() and marker.read_text() == wanted:
         return
     spec = f".[{','.join(extras)}]" if extras else "."
-    session.install(wheel_path, "-e", spec, "-e", str(SALTEXT))
+    # pip's own lines show what it downloads and builds: the first install
+    # takes a minute or two and would otherwise be silent.
+    session.log("installing the project, saltext-pkgstate and the patched Salt")
+    session.install(
+        "--progress-bar",
+        "off",
+        wheel_path,
+        "-e",
+        spec,
+        "-e",
+        str(SALTEXT),
+        silent=False,
+    )
     # Same version number as the index's salt: force the patched build in.
-    session.install("--no-deps", "--force-reinstall", wheel_path)
+    session.install(
+        "--no-deps",
+        "--force-reinstall",
+        "--progress-bar",
+        "off",
+        wheel_path,
+        silent=False,
+    )
     marker.write_text(wanted)
 
 
@@ -96,13 +146,13 @@ def _digest(path: Path) -> str:
 @nox.session(python=False)
 def vendor(session: nox.Session) -> None:
     """Download and verify the pinned sdist, unpack it, apply patches/series."""
-    session.run("python", "-m", "harness", "vendor", *session.posargs)
+    _run(session, "python", "-m", "harness", "vendor", *session.posargs)
 
 
 @nox.session(name="export-patches", python=False)
 def export_patches(session: nox.Session) -> None:
     """Turn the commits in salt/src after the upstream tag into patches/."""
-    session.run("python", "-m", "harness", "export-patches")
+    _run(session, "python", "-m", "harness", "export-patches")
 
 
 @nox.session(python=PYTHON)
@@ -121,8 +171,10 @@ def tests(session: nox.Session) -> None:
     # pytest exits 5 when it collected nothing: a series that touches no
     # tested area is not a failure, and pytest says so in its summary.
     no_tests_ok = [0, 5]
+    # pytest's own progress (a line per test file, its share done), not -q:
+    # the two runs take about 8 minutes each.
     if paths:
-        with session.chdir(SALT_SRC):
+        with session.chdir(SALT_SRC), _removing_new_temp(SALT_TEST_TEMP):
             # One process: upstream's unit conftest fails any test whose
             # asyncio callback takes over 50 ms, and two xdist workers on two
             # cores made its rest_tornado tests trip that at random. A busy
@@ -130,25 +182,30 @@ def tests(session: nox.Session) -> None:
             # runs again alone, up to twice; the tests that exceed it on the
             # pristine release here are listed, and run with a raised
             # threshold (harness/timing_reruns.py).
-            session.run(
+            _run(
+                session,
                 "python",
                 "-m",
                 "harness.timing_reruns",
                 "--slow-callbacks",
                 str(ROOT / "patches" / "upstream-slow-callbacks"),
                 *SALT_PYTEST,
-                "-q",
+                *KEEP_FAILED_TMP,
                 "--",
                 *paths,
                 success_codes=no_tests_ok,
             )
-    session.run(
+    _run(
+        session,
         "python",
         "-m",
         "pytest",
         *workers,
         "--dist",
         "loadfile",
+        # a line per test as it ends: under xdist the default prints a dot,
+        # and an integration test can take minutes
+        "-v",
         *session.posargs,
         "tests",
         "saltext-pkgstate/tests",
@@ -156,11 +213,32 @@ def tests(session: nox.Session) -> None:
     )
 
 
+@contextlib.contextmanager
+def _removing_new_temp(prefixes: tuple[str, ...]) -> Iterator[None]:
+    """Remove what the block left in the temp directory under ``prefixes``.
+
+    Upstream's test suite makes fixed-name trees there (salt-temp-state-tree,
+    salt-tests-tmpdir-<uid>, ...) and leaves them; only those this run created
+    are removed, so a tree that was there before stays.
+    """
+    temp = Path(tempfile.gettempdir())
+
+    def made() -> set[Path]:
+        return {p for p in temp.iterdir() if p.name.startswith(prefixes)}
+
+    before = made()
+    try:
+        yield
+    finally:
+        for path in made() - before:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
     """The product tour: stack with a fleet, every scenario, a report with plots, stop."""
     _install(session, "bench")  # matplotlib, for the report's plots
-    session.run("python", "-m", "harness", "demo", *session.posargs)
+    _run(session, "python", "-m", "harness", "demo", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -170,14 +248,14 @@ def bench(session: nox.Session) -> None:
     if problem:
         session.error(problem)  # before the install, which takes a minute
     _install(session, "bench")
-    session.run("python", "-m", "benchmarks", *(session.posargs or ["--help"]))
+    _run(session, "python", "-m", "benchmarks", *(session.posargs or ["--help"]))
 
 
 @nox.session(python=PYTHON)
 def load(session: nox.Session) -> None:
     """Locust through salt-api, limiter off vs on: nox -s load -- --help."""
     _install(session, "bench", "load")
-    session.run("python", "-m", "benchmarks.load", *session.posargs)
+    _run(session, "python", "-m", "benchmarks.load", *session.posargs)
 
 
 @nox.session(name="interfaces-report", python=PYTHON)
@@ -189,14 +267,14 @@ def interfaces_report(session: nox.Session) -> None:
     """
     _install(session)
     tool = SALT_SRC / "tools" / "interfaces_report.py"
-    session.run("python", str(tool), *(session.posargs or ["pkg"]))
+    _run(session, "python", str(tool), *(session.posargs or ["pkg"]))
 
 
 @nox.session(python=PYTHON)
 def harness(session: nox.Session) -> None:
     """The harness CLI in the project's environment: nox -s harness -- up|status|down."""
     _install(session)
-    session.run("python", "-m", "harness", *(session.posargs or ["--help"]))
+    _run(session, "python", "-m", "harness", *(session.posargs or ["--help"]))
 
 
 @nox.session(python=PYTHON)
@@ -233,4 +311,4 @@ def upstream(session: nox.Session) -> None:
     """The PRs of patches/prs.toml, built on their bases and checked: nox -s upstream -- --help."""
     # the test extra: upstream's test dependencies, for the PRs' tests on their base
     _install(session, "test")
-    session.run("python", "-m", "harness.upstream", *session.posargs)
+    _run(session, "python", "-m", "harness.upstream", *session.posargs)

@@ -25,8 +25,28 @@ if TYPE_CHECKING:
     from harness.postgres import ConnectionInfo
     from harness.stack import Stack, StackSettings, StackState
 
+#: the stack's root unless --root or $SALTFLEET_STACK_ROOT says otherwise
 DEFAULT_ROOT = Path(".saltfleet") / "stack"
+ROOT_ENV = "SALTFLEET_STACK_ROOT"
+#: the command that runs this CLI from the README's set-up, for hints and usage
+HARNESS = "nox -s harness --"
 DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
+
+
+def default_root() -> Path:
+    """The stack's root: ``$SALTFLEET_STACK_ROOT`` if set (tests use their
+    own), else ``.saltfleet/stack``."""
+    return Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+
+
+def _add_root(parser: argparse.ArgumentParser) -> None:
+    root = default_root()
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=root,
+        help=f"the stack's state and data (default {root}; ${ROOT_ENV} sets it)",
+    )
 
 
 def _add_stack_options(parser: argparse.ArgumentParser) -> None:
@@ -155,7 +175,7 @@ def _add_demo_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m harness`` and all its sub-commands."""
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    parser = argparse.ArgumentParser(prog=HARNESS, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(
@@ -167,27 +187,29 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("export-patches", help="write salt/src commits to patches/")
 
     p = sub.add_parser("up", help="start a stack and leave it running")
-    p.add_argument(
-        "--root",
-        type=Path,
-        default=DEFAULT_ROOT,
-        help=f"state and data (default {DEFAULT_ROOT})",
-    )
+    _add_root(p)
     _add_stack_options(p)
     _add_capability_options(p)
-    for name, help_text in (
-        ("status", "show the recorded stack"),
-        ("down", "stop the recorded stack"),
-    ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    p = sub.add_parser("status", help="show the recorded stack")
+    _add_root(p)
+    p = sub.add_parser(
+        "down",
+        help="stop the recorded stack; its data stays for the next `up` unless --purge",
+    )
+    _add_root(p)
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="also remove the stack's data (database, keys, job cache, logs): "
+        "the next `up` starts fresh",
+    )
 
     p = sub.add_parser(
         "restart",
         help="restart a part of the running stack, recording its new pid",
     )
     p.add_argument("part", choices=["master"], help="what to restart")
-    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    _add_root(p)
     p.add_argument(
         "--master-opts",
         type=Path,
@@ -198,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(
             command,
             help=f"run Salt's {command} against the running stack "
-            f"(python -m harness {command} [--root DIR] ARGS...)",
+            f"({HARNESS} {command} [--root DIR] ARGS...)",
             add_help=False,
         )
     p = sub.add_parser(
@@ -212,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sql", help="run one SQL statement on the running stack's PostgreSQL"
     )
     p.add_argument("statement", help='e.g. "SELECT count(*) FROM salt_pillar"')
-    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    _add_root(p)
 
     pillar = sub.add_parser("pillar", help="pillars in PostgreSQL: generate, import")
     psub = pillar.add_subparsers(dest="pillar_command", required=True, metavar="ACTION")
@@ -228,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dsn",
         help="target database; default $SALTFLEET_PG_DSN or the stack in --root",
     )
-    p.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    _add_root(p)
     p.add_argument(
         "--dry-run", action="store_true", help="show what would change, write nothing"
     )
@@ -275,19 +297,27 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     """``up``: start a stack in ``--root`` and leave it running."""
-    from harness.stack import STATE_FILE, Stack, StackState
+    from harness.stack import STACK_PARTS, STATE_FILE, Stack, StackState
 
     root = args.root.resolve()
     if (root / STATE_FILE).exists():
         state = StackState.load(root)
         if any(p.process() is not None for p in state.processes):
             raise HarnessError(
-                f"a stack is already running in {root}; run `python -m harness down` first"
+                f"a stack is already running in {root}; run `{HARNESS} down` first"
             )
         state.stop()
-    stack = Stack(_settings(args, root=root, **_capabilities(args)))
-    print(f"starting stack in {root} ...", flush=True)
+    stack = Stack(_settings(args, root=root, **_capabilities(args)), say=_say)
+    reused = any((root / part).exists() for part in STACK_PARTS)
+    print(
+        f"starting stack in {root}"
+        + (" (its data from the last `up` is reused)" if reused else "")
+        + " ...",
+        flush=True,
+    )
     stack.start()
+    if args.ext_pillar == "db":
+        _say("pillars: storing example rows, then every minion refreshes ...")
     notes = _load_example_pillars(stack) if args.ext_pillar == "db" else []
     credentials = stack.api.credentials if stack.api is not None else None
     state = stack.detach()
@@ -404,22 +434,41 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    """``down``: stop every process of the recorded stack."""
+    """``down``: stop every process of the recorded stack; ``--purge`` also
+    removes its data."""
     from harness.restart import adopt_restarted_master
-    from harness.stack import StackState
+    from harness.stack import STATE_FILE, StackState, purge_root
 
-    state = StackState.load(args.root.resolve())
+    root = args.root.resolve()
+    if args.purge and not (root / STATE_FILE).exists():
+        # nothing runs: the data of an earlier stack can still go
+        purge_root(root)
+        print(f"removed the stack's data in {root}")
+        return 0
+    state = StackState.load(root)
     adopt_restarted_master(state)
     running = [p.name for p in state.processes if p.process() is not None]
     gone = [p.name for p in state.processes if p.name not in running]
-    state.stop()
+    state.stop(say=_say)
     if not running:
         print(f"nothing was running in {state.root}; its record is removed")
     else:
         print(f"stopped {len(running)} processes of the stack in {state.root}")
     if running and gone:
         print(f"  (already gone: {', '.join(gone)})")
+    if args.purge:
+        purge_root(root)
+        print(f"removed the stack's data in {root}: the next `up` starts fresh")
+    else:
+        print(
+            f"its data (database, keys, job cache, logs) stays in {root} for the "
+            f"next `up`; `{HARNESS} down --purge` removes it"
+        )
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
@@ -430,7 +479,13 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
     options = load_options(args.master_opts) if args.master_opts else None
     state = StackState.load(args.root.resolve())
-    pid, silent = restart_master(state, options)
+    # Stopping, starting and the minions' signing in again take 20 s or more.
+    print(
+        "restarting salt-master: stop, start, then wait until every accepted "
+        "minion answers a ping again ...",
+        flush=True,
+    )
+    pid, silent = restart_master(state, options, say=_say)
     changed = f" with {', '.join(sorted(options))} set" if options else ""
     print(f"salt-master restarted{changed}: pid {pid}")
     if silent:
@@ -542,7 +597,7 @@ def _pillar_database(args: argparse.Namespace) -> ConnectionInfo:
         if not (args.root / STATE_FILE).exists():
             raise HarnessError(
                 "no database given: pass --dsn, set SALTFLEET_PG_DSN, or start a stack "
-                "with `python -m harness up`"
+                f"with `{HARNESS} up`"
             )
         dsn = StackState.load(args.root.resolve()).postgres_dsn
     info = connection_from_dsn(dsn)
@@ -558,7 +613,7 @@ def _salt_command(command: str, words: list[str]) -> int:
     against the running stack; ``--root DIR`` first picks another stack."""
     from harness import saltcmd
 
-    root = DEFAULT_ROOT
+    root = default_root()
     if words[:1] == ["--root"]:
         if len(words) < 2:
             raise HarnessError(f"{command}: --root needs a directory")

@@ -178,6 +178,8 @@ def reachable_install(bin_dir: Path) -> Path:
     after the server binary's content, so every checkout, virtualenv and test
     run with the same PostgreSQL build reuses one copy, and copies of other
     builds that no running server uses are removed when a new one is made.
+    A stack that stops removes the copy once no server runs from it
+    (:func:`remove_stale_copies`), so nothing stays in the temp directory.
     """
     if blocked_ancestor(bin_dir) is None:
         return bin_dir
@@ -190,6 +192,9 @@ def reachable_install(bin_dir: Path) -> Path:
     target = Path(tempfile.gettempdir()) / f"{COPY_PREFIX}{_build_digest(bin_dir)}"
     copied_bin = target / package.name / install.name / bin_dir.name
     if (target / ".complete").exists():
+        # fresh for remove_stale_copies: a server is about to start from it
+        with contextlib.suppress(OSError):
+            os.utime(target)
         return copied_bin
     remove_stale_copies(keep=target)
     staging = Path(tempfile.mkdtemp(prefix=f".{COPY_PREFIX}"))
@@ -213,6 +218,8 @@ def reachable_install(bin_dir: Path) -> Path:
 COPY_PREFIX = "saltfleet-postgres-"
 #: staging directories younger than this may belong to a copy in progress
 _STAGING_GRACE = 3600.0
+#: a copy made or reused this recently may be about to run a server
+_FRESH_GRACE = 60.0
 
 
 def _build_digest(bin_dir: Path) -> str:
@@ -224,9 +231,13 @@ def _build_digest(bin_dir: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def remove_stale_copies(keep: Path | None = None) -> list[Path]:
+def remove_stale_copies(
+    keep: Path | None = None, fresh_grace: float = _FRESH_GRACE
+) -> list[Path]:
     """Remove the temp directory's install copies that no running process
-    uses, except ``keep``; return what was removed."""
+    uses, except ``keep`` and those made or reused in the last
+    ``fresh_grace`` seconds (a server may be about to start from them);
+    return what was removed."""
     temp = Path(tempfile.gettempdir())
     in_use = _executables_in_use()
     removed = []
@@ -234,7 +245,8 @@ def remove_stale_copies(keep: Path | None = None) -> list[Path]:
     for path in [*temp.glob(f"{COPY_PREFIX}*"), *temp.glob(f".{COPY_PREFIX}*")]:
         if path == keep or not path.is_dir():
             continue
-        if path.name.startswith(".") and now - path.stat().st_mtime < _STAGING_GRACE:
+        grace = _STAGING_GRACE if path.name.startswith(".") else fresh_grace
+        if path != keep and now - path.stat().st_mtime < grace:
             continue
         if any(exe.is_relative_to(path) for exe in in_use):
             continue

@@ -12,7 +12,7 @@ the recorded master by pid, applies new options if given and starts it again.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,8 @@ MASTER_NAME = "salt-master"
 RESTART_TIMEOUT = 120.0
 #: how long a restart waits for the minions to answer again
 RECONNECT_TIMEOUT = 90.0
+#: seconds between the lines that say how many minions answered again
+PROGRESS_EVERY = 10.0
 
 
 def _master_config(state: StackState) -> tuple[Path, dict[str, Any]]:
@@ -86,11 +88,14 @@ def adopt_restarted_master(state: StackState) -> str | None:
 
 
 def restart_master(
-    state: StackState, options: Mapping[str, Any] | None = None
+    state: StackState,
+    options: Mapping[str, Any] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[int, list[str]]:
     """Stop the stack's master by pid, merge ``options`` into its configuration,
     start it again, record the new pid and wait for the minions to answer
-    again; return the pid and the minions still silent."""
+    again; return the pid and the minions still silent. ``say`` hears how
+    many answered, every 10 s while some are silent."""
     adopt_restarted_master(state)
     index = _master_index(state)
     record = state.processes[index]
@@ -117,27 +122,43 @@ def restart_master(
         timeout=RESTART_TIMEOUT,
         what=f"listening on ret_port {port}",
     )
-    return process.pid, _wait_for_minions(conf_path, config, RECONNECT_TIMEOUT)
+    return process.pid, _wait_for_minions(conf_path, config, RECONNECT_TIMEOUT, say)
 
 
 def _wait_for_minions(
-    conf_path: Path, config: Mapping[str, Any], timeout: float
+    conf_path: Path,
+    config: Mapping[str, Any],
+    timeout: float,
+    say: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Wait until every accepted minion answers a ping again (they sign in
     anew with the restarted master); return the ids still silent after
     ``timeout``."""
     import salt.client
+    import salt.exceptions
 
     accepted_dir = Path(config["pki_dir"]) / "minions"
     accepted = (
         sorted(p.name for p in accepted_dir.iterdir()) if accepted_dir.is_dir() else []
     )
-    deadline = time.monotonic() + timeout
+    started = told = time.monotonic()
+    deadline = started + timeout
     silent = accepted
     while silent and time.monotonic() < deadline:
+        if say is not None and time.monotonic() - told >= PROGRESS_EVERY:
+            told = time.monotonic()
+            say(
+                f"  {len(accepted) - len(silent)} of {len(accepted)} minions answer "
+                f"again, {told - started:.0f}s ..."
+            )
         client = salt.client.LocalClient(c_path=str(conf_path))
         try:
             answered = client.cmd(silent, "test.ping", tgt_type="list", timeout=5)
+        except salt.exceptions.SaltClientError:
+            # a master just started on a busy machine may not take the
+            # publication yet: ask again until the deadline
+            answered = {}
+            time.sleep(1)
         finally:
             client.destroy()
         silent = [m for m in silent if answered.get(m) is not True]

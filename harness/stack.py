@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ from harness.postgres import (
     EmbeddedPostgres,
     check_reachable,
     connection_from_dsn,
+    remove_stale_copies,
 )
 from harness.processes import ProcessRecord, stop_process_tree
 from harness.saltapi import ApiSettings, SaltApi
@@ -132,31 +133,65 @@ class StackState:
             data = json.loads(path.read_text())
         except OSError:
             raise HarnessError(
-                f"no stack is recorded in {root} ({path} is missing)"
+                f"no stack is recorded in {root} ({path} is missing); start one "
+                "with `nox -s harness -- up`"
             ) from None
         except ValueError as exc:
             raise HarnessError(f"{path} is not a stack state file: {exc}") from None
         data["processes"] = [ProcessRecord(**p) for p in data["processes"]]
         return cls(**data)
 
-    def stop(self) -> None:
-        """Stop every recorded process by pid, last started first."""
-        for record in reversed(self.processes):
-            proc = record.process()
-            if proc is not None:
-                stop_process_tree(record.pid, record.stop_signal)
+    def stop(self, say: Callable[[str], None] | None = None) -> None:
+        """Stop every recorded process by pid, last started first; ``say``
+        hears a line before each (a process may take up to 15 s)."""
+        records = [r for r in reversed(self.processes) if r.process() is not None]
+        for number, record in enumerate(records, 1):
+            if say is not None:
+                say(
+                    f"stopping {record.name} (pid {record.pid}), {number} of {len(records)} ..."
+                )
+            stop_process_tree(record.pid, record.stop_signal)
         (Path(self.root) / STATE_FILE).unlink(missing_ok=True)
         for path in self.remove_dirs:
             shutil.rmtree(path, ignore_errors=True)
         if self.owns_root:
             shutil.rmtree(self.root, ignore_errors=True)
+        # the PostgreSQL install copied for an unprivileged server, once no
+        # server runs from it
+        remove_stale_copies()
+
+
+#: what a stack root holds besides ``stack.json`` (``purge_root`` checks them)
+STACK_PARTS = ("postgres", MASTER_DIR, "minion", "fleet")
+
+
+def purge_root(root: Path) -> None:
+    """Remove the data of a stopped stack in ``root``: its database, keys,
+    job cache and logs. Refuses a directory that is not a stack's root."""
+    if not root.exists():
+        return
+    if (root / STATE_FILE).exists():
+        raise HarnessError(f"a stack is recorded in {root}; stop it first")
+    strangers = sorted(p.name for p in root.iterdir() if p.name not in STACK_PARTS)
+    if strangers:
+        raise HarnessError(
+            f"{root} holds more than a stack ({', '.join(strangers)}); "
+            "nothing was removed"
+        )
+    shutil.rmtree(root)
 
 
 class Stack:
     """Starts the parts in order and stops them in reverse."""
 
-    def __init__(self, settings: StackSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: StackSettings | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self.settings = settings or StackSettings()
+        # hears a line as each part starts (``up`` prints them)
+        self._say = say or (lambda line: None)
         self._owns_root = self.settings.root is None
         self.root = Path(self.settings.root or tempfile.mkdtemp(prefix="saltfleet-"))
         if self._owns_root:
@@ -202,6 +237,7 @@ class Stack:
             self.postgres = EmbeddedPostgres(
                 self.root / "postgres", pick_port(s.pg_port, "PostgreSQL")
             )
+            self._say(f"PostgreSQL: starting on port {self.postgres.port} ...")
             self.postgres.start()
             self.pg = self.postgres.connection
         if s.apply_migrations:
@@ -226,16 +262,23 @@ class Stack:
         if s.api is not None and api_port is not None:
             self.api = SaltApi(self.master.settings, s.api, api_port)
             self.api.configure()  # the master reads its eauth settings
+        self._say(f"salt-master: starting on ports {publish_port}, {ret_port} ...")
         self.master.start()
         if self.api is not None:
+            self._say(f"salt-api: starting on port {api_port} ...")
             self.api.start()
         if s.real_minion:
+            self._say(f"salt-minion {s.minion_id}: starting ...")
             self.minion = SaltMinion(
                 self.root / "minion", s.minion_id, self.master, self.listener
             )
             self.minion.start()
         if s.fleet is not None:
             self.fleet = SimulatedFleet(self.root / "fleet", self.master, s.fleet)
+            self._say(
+                f"{s.fleet.count} simulated minions: starting, then waiting until "
+                "every one answers ..."
+            )
             with simulator_errors():
                 self.fleet.start()
 
@@ -247,6 +290,7 @@ class Stack:
             part.stop()
         if self.postgres is not None:
             self.postgres.cleanup()
+            remove_stale_copies()
         if self.listener is not None:
             self.listener.stop()
             self.listener = None

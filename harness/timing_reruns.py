@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -159,6 +160,10 @@ def timing_only_failures(record: Path) -> list[str] | None:
     return sorted(failed)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _with_plugin(env: dict[str, str]) -> dict[str, str]:
     parts = [
         str(PLUGIN_DIR),
@@ -171,8 +176,11 @@ def _with_plugin(env: dict[str, str]) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``[--reruns N] [--slow-callbacks FILE] [PYTEST_OPTION ...] -- PATH ...``.
 
-    Exits with pytest's code, or 2 for a bad command line.
+    Exits with pytest's code, or 2 for a bad command line. SIGTERM (nox or
+    CI stopping the run) ends it like Ctrl-C: the running pytest is killed
+    and the record's temporary directory removed, instead of both staying.
     """
+    signal.signal(signal.SIGTERM, _interrupt)
     args = list(sys.argv[1:] if argv is None else argv)
     reruns = DEFAULT_RERUNS
     slow_callbacks = None
@@ -196,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" not in args:
         print(
             "error: separate pytest's options from the test paths with --, e.g. "
-            "python -m harness.timing_reruns -q -- tests/pytests/unit/test_master.py",
+            "python -m harness.timing_reruns -- tests/pytests/unit/test_master.py",
             file=sys.stderr,
         )
         return 2
@@ -222,4 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("timing_reruns: interrupted; pytest was stopped", file=sys.stderr)
+        sys.exit(130)

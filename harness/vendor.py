@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,6 +160,30 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: seconds between the lines that say a long step is still at work
+PROGRESS_EVERY = 10.0
+
+
+def _run_telling(
+    what: str, argv: list[str], every: float = PROGRESS_EVERY
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with its output captured, saying every ``every`` seconds
+    that ``what`` is still at work and for how long (a download or a build
+    takes a minute with nothing else to show)."""
+    started = time.monotonic()
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=every)
+                break
+            except subprocess.TimeoutExpired:
+                # communicate() keeps what was read; asking again loses nothing
+                _log(f"{what}: {time.monotonic() - started:.0f}s so far ...")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def download_sdist(name: str, version: str, cache_dir: Path) -> Path:
     """Download ``name==version`` as an sdist into ``cache_dir`` with pip; its path.
 
@@ -172,7 +197,8 @@ def download_sdist(name: str, version: str, cache_dir: Path) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     _log(f"downloading {name}=={version} (sdist)")
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
-        proc = subprocess.run(
+        proc = _run_telling(
+            f"downloading {name}=={version}",
             [
                 sys.executable,
                 "-m",
@@ -186,8 +212,6 @@ def download_sdist(name: str, version: str, cache_dir: Path) -> Path:
                 tmp,
                 f"{name}=={version}",
             ],
-            capture_output=True,
-            text=True,
         )
         got = Path(tmp) / sdist.name
         if proc.returncode != 0 or not got.exists():
@@ -462,7 +486,8 @@ def build_wheel(layout: Layout | None = None) -> Path:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(tree, filter="data")
         _log(f"building the patched Salt wheel ({head[:12]})")
-        proc = subprocess.run(
+        proc = _run_telling(
+            "building the patched Salt wheel",
             [
                 sys.executable,
                 "-m",
@@ -475,8 +500,6 @@ def build_wheel(layout: Layout | None = None) -> Path:
                 str(Path(tmp) / "out"),
                 str(tree),
             ],
-            capture_output=True,
-            text=True,
         )
         wheels = sorted((Path(tmp) / "out").glob("*.whl"))
         if proc.returncode != 0 or not wheels:

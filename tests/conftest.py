@@ -20,6 +20,8 @@ import pytest
 T = TypeVar("T")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: harness.cli.ROOT_ENV, which the unit tests check against this
+STACK_ROOT_ENV = "SALTFLEET_STACK_ROOT"
 
 
 def run_cli(
@@ -96,8 +98,14 @@ def open_tmp_module():
 
 def pytest_configure(config):
     """Let SIGTERM (a CI time limit, ``timeout``) unwind like Ctrl-C, so that
-    fixtures stop the stacks they started instead of leaving them running."""
+    fixtures stop the stacks they started instead of leaving them running.
+
+    A harness command a test runs without ``--root`` finds the tests' own
+    stack root, never the user's ``.saltfleet/stack``.
+    """
     import signal
+
+    os.environ[STACK_ROOT_ENV] = str(PROJECT_ROOT / ".saltfleet" / "tests-stack")
 
     def _interrupt(signum, frame):
         raise KeyboardInterrupt

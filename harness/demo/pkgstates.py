@@ -383,7 +383,7 @@ def history_rollback_export(ctx: TourContext) -> Finding:
         "these state IDs and functions:",
         "",
         "```yaml",
-        *str(exported).strip().splitlines()[:12],
+        *str(exported).strip().splitlines(),
         "```",
     ]
     return Finding(

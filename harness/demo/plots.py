@@ -17,7 +17,8 @@ def _figure() -> tuple[Any, Any]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(8, 3.6), dpi=100)
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=100)
+    return fig, ax
 
 
 def _finish(fig: Any, ax: Any, path: Path, *, ylabel: str, title: str) -> Path:

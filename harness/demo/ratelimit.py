@@ -318,14 +318,23 @@ def storm_without_limiter(ctx: TourContext) -> Finding:
 
 
 def limiter_cost(off: StormResult, on: StormResult) -> str:
-    """What the limiter costs in storm duration, as a sentence."""
+    """What the limiter costs, as sentences: storm duration, and the presence
+    ping's median where the limiter makes it worse."""
     if on.seconds <= off.seconds:
-        return "The storm took no longer with the limiter."
-    return (
-        f"The price: the storm took {on.seconds:.0f}s instead of "
-        f"{off.seconds:.0f}s, the master waiting for returns before it "
-        "publishes more."
-    )
+        said = ["The storm took no longer with the limiter."]
+    else:
+        said = [
+            f"The price: the storm took {on.seconds:.0f}s instead of "
+            f"{off.seconds:.0f}s, the master waiting for returns before it "
+            "publishes more."
+        ]
+    median_off, median_on = off.ping_quantile(0.5), on.ping_quantile(0.5)
+    if median_on > median_off:
+        said.append(
+            f"The median presence ping is worse with the limiter: "
+            f"{median_on:.2f}s instead of {median_off:.2f}s."
+        )
+    return " ".join(said)
 
 
 def comparison_table(results: list[StormResult], slots: int) -> list[str]:
@@ -346,9 +355,10 @@ def comparison_table(results: list[StormResult], slots: int) -> list[str]:
         ),
         ("storm duration", [f"{r.seconds:.1f}s" for r in results]),
         (
-            "presence ping p50 / p95 / max",
+            "presence ping p50 / p95 / max (samples)",
             [
-                f"{r.ping_quantile(0.5):.2f}s / {r.ping_quantile(0.95):.2f}s / {r.ping_quantile(1.0):.2f}s"
+                f"{r.ping_quantile(0.5):.2f}s / {r.ping_quantile(0.95):.2f}s / "
+                f"{r.ping_quantile(1.0):.2f}s ({_samples(len(r.pings))})"
                 for r in results
             ],
         ),
@@ -358,6 +368,15 @@ def comparison_table(results: list[StormResult], slots: int) -> list[str]:
     lines = [header, "| --- |" + " --- |" * len(results)]
     lines += [f"| {name} | " + " | ".join(values) + " |" for name, values in rows]
     return lines
+
+
+def _samples(count: int) -> str:
+    """How many pings a latency cell rests on; says when they are so few that
+    p95 is the slowest ping (the quantile of StormResult.ping_quantile)."""
+    said = f"{count} ping" + ("" if count == 1 else "s")
+    if count > 0 and round(0.95 * (count - 1)) == count - 1:
+        said += ": p95 = max"
+    return said
 
 
 def register(registry: Registry) -> None:

@@ -142,6 +142,20 @@ def return_jid(tag: str) -> str | None:
     return None
 
 
+#: seconds between the lines that say how far a storm is
+PROGRESS_EVERY = 10.0
+
+
+def storm_progress(result: StormResult, seconds: float) -> str:
+    """One line on how far a storm is: returns in, jobs complete."""
+    expected = sum(result.expected(jid) for jid in result.jids)
+    returned = sum(result.returns.values())
+    return (
+        f"storm ({result.label}): {returned} of {expected} returns in, "
+        f"{result.completed} of {len(result.jids)} jobs complete, {seconds:.0f}s"
+    )
+
+
 def fleet_target(ctx: TourContext) -> str:
     """A glob that matches every simulated minion and not the real one."""
     assert ctx.stack.fleet is not None
@@ -204,12 +218,16 @@ def run_storm(ctx: TourContext, label: str, *, limited: bool) -> StormResult:
             )
         tally.wanted = set(result.jids)
         deadline = started + options.storm_timeout()
+        told = started
         while time.monotonic() < deadline:
             events, position = listener.since(position)
             for event in events:
                 tally.add(event)
             if tally.done():
                 break
+            if time.monotonic() - told >= PROGRESS_EVERY:
+                told = time.monotonic()
+                print(f"    {storm_progress(result, told - started)}", flush=True)
             time.sleep(0.25)
         result.seconds = time.monotonic() - started
     result.pings = probe.pings

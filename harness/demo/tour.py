@@ -142,6 +142,10 @@ def check_options(options: DemoOptions) -> None:
         )
 
 
+def _say(line: str) -> None:
+    print(f"  {line}", flush=True)
+
+
 def run_tour(
     options: DemoOptions, settings: StackSettings, *, registry: Registry | None = None
 ) -> int:
@@ -157,7 +161,7 @@ def run_tour(
         flush=True,
     )
     outcomes: list[ScenarioOutcome] = []
-    with Stack(tour_settings(options, settings)) as stack:
+    with Stack(tour_settings(options, settings), say=_say) as stack:
         facts = _facts(stack, options, time.monotonic() - began)
         ctx = TourContext(stack, options, report_dir)
         print(f"stack up; {len(registry.scenarios)} scenarios", flush=True)

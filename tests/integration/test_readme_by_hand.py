@@ -2,23 +2,27 @@
 
 Each command must succeed; the pillar rows put at every scope must reach the
 minion in merge order (the minion's row wins); ``down`` must leave nothing of
-the stack running.
+the stack running. The stack lives in a root of the test's own
+(``$SALTFLEET_STACK_ROOT``): the user's stack in ``.saltfleet/stack`` is
+neither read nor changed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from harness.cli import DEFAULT_ROOT, ROOT_ENV
 from tests.conftest import alive
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-STACK_STATE = ROOT / ".saltfleet" / "stack" / "stack.json"
+USER_STACK = ROOT / DEFAULT_ROOT
 MARKER = "<!-- by-hand:"
 
 
@@ -31,7 +35,7 @@ def readme_commands() -> list[str]:
     ]
 
 
-def _run(command: str) -> subprocess.CompletedProcess[str]:
+def _run(command: str, root: Path, temp: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", "-c", command],
         cwd=ROOT,
@@ -39,38 +43,101 @@ def _run(command: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=540,
         stdin=subprocess.DEVNULL,
+        # the stack in a root of the test's own; the temp directory one the
+        # test can check is left as it was found
+        env={**os.environ, ROOT_ENV: str(root), "TMPDIR": str(temp)},
     )
 
 
-@pytest.mark.skipif(
-    STACK_STATE.exists(), reason=f"a stack is recorded in {STACK_STATE.parent}"
-)
-def test_the_readme_by_hand_block_works_verbatim() -> None:
+def _salt_lines(output: str) -> list[str]:
+    """The output without the nox session's vendoring line."""
+    return [line for line in output.splitlines() if not line.startswith("vendor:")]
+
+
+def _snapshot(path: Path) -> list[tuple[str, float]]:
+    """What the user's stack directory holds, with modification times."""
+    if not path.exists():
+        return []
+    return sorted((str(p), p.stat().st_mtime) for p in path.rglob("*"))
+
+
+def test_the_readme_by_hand_block_works_verbatim(open_tmp) -> None:
+    root = open_tmp / "stack"
+    stack_state = root / "stack.json"
+    temp = open_tmp / "tmp"
+    temp.mkdir()
+    temp.chmod(0o1777)  # like /tmp: an unprivileged PostgreSQL may need it
+    user_stack = _snapshot(USER_STACK)
     commands = readme_commands()
     assert commands[0].endswith(
         "up --minions 20 --ext-pillar db --rate-limiting --pkgstates"
     )
-    assert commands[-1].endswith("-- down")
+    assert commands[-1].endswith("-- down --purge")
     outputs: dict[str, str] = {}
     pids: list[int] = []
     try:
         for command in commands[:-1]:
-            result = _run(command)
+            result = _run(command, root, temp)
             assert result.returncode == 0, f"{command}\n{result.stdout}{result.stderr}"
             outputs[command] = result.stdout
-            if not pids and STACK_STATE.exists():
-                state = json.loads(STACK_STATE.read_text())
+            if not pids and stack_state.exists():
+                state = json.loads(stack_state.read_text())
                 pids = [p["pid"] for p in state["processes"]]
     finally:
-        down = _run(commands[-1])
+        down = _run(commands[-1], root, temp)
     assert down.returncode == 0, down.stderr
     assert "stopped 4 processes" in down.stdout
     assert pids and alive(pids) == []
-    assert not STACK_STATE.exists()
+    assert not root.exists(), "down --purge removes the stack's data"
+    assert _snapshot(USER_STACK) == user_stack
+    assert sorted(p.name for p in temp.iterdir()) == [], "left in the temp dir"
 
     by_name = {c.split(" -- ", 1)[1]: out for c, out in outputs.items()}
-    assert "NOT RUNNING" not in by_name["status"]
-    assert by_name["salt '*' test.ping"].count("True") == 21
+    # the stack the text describes: PostgreSQL, master, real minion, 20 simulated
+    status = _salt_lines(by_name["status"])
+    assert [line.split()[0] for line in status if " pid " in line] == [
+        "postgres",
+        "salt-master",
+        "salt-minion",
+        "evil_minions",
+    ]
+    assert all(" running " in line for line in status if " pid " in line), status
+    fleet = {f"evil-{n:04d}" for n in range(1, 21)} | {"saltfleet-minion-1"}
+    ping = _salt_lines(by_name["salt '*' test.ping"])
+    assert {line[:-1] for line in ping if line.endswith(":")} == fleet
+    assert [line.strip() for line in ping if line.startswith(" ")] == ["True"] * 21
+    # rate limiting on, with Salt's defaults
+    limits = _salt_lines(by_name["salt-run ratelimit.status"])
+    assert limits[limits.index("max_master_jobs:") + 1].strip() == "2000"
+    keys = _salt_lines(by_name["salt-key -L"])
+    assert keys[0] == "Accepted Keys:"
+    assert set(keys[1 : keys.index("Denied Keys:")]) == fleet
+    assert _salt_lines(by_name["salt-call test.echo hello"]) == ["local:", "    hello"]
+    # the Queries section's examples: SUSE minions with more than 4 GB, and
+    # the first nine simulated minions' addresses
+    big = _salt_lines(
+        by_name[
+            "salt-run query.query minion fields=name,os,mem_total,cpus "
+            "filter='os == \"SUSE\" and mem_total > 4096'"
+        ]
+    )
+    assert big[0].split() == ["Name", "OS", "MemTotal", "CPUs"]
+    suse = [line.split() for line in big[1:] if line.startswith("evil-")]
+    assert suse and all(r[1] == "SUSE" and int(r[2].rstrip("M")) > 4096 for r in suse)
+    assert "(nodata)" not in "\n".join(big)
+    addresses = _salt_lines(
+        by_name[
+            "salt-run query.query minion fields=name,ip4.0 names='evil-000*' "
+            "separator='|' header=False"
+        ]
+    )
+    assert [a for a in addresses if a.startswith("evil-")] == [
+        f"evil-000{n}|10.0.0.{n + 1}" for n in range(1, 10)
+    ]
+    inserts = [c for c in commands if ' sql "INSERT' in c]
+    assert len(inserts) == 4
+    for command in inserts:  # a fresh stack: every row is new
+        assert "INSERT 0 1" in outputs[command].splitlines(), outputs[command]
     rows = by_name["sql \"SELECT pillar FROM salt_pillar_rows('saltfleet-minion-1')\""]
     motds = [json.loads(r).get("motd") for r in rows.splitlines() if r[:1] == "{"]
     assert [m for m in motds if m in ("global", "org", "group", "minion")] == [
@@ -88,7 +155,18 @@ def test_the_readme_by_hand_block_works_verbatim() -> None:
     ]
     assert salt_words == ["saltfleet-minion-1:", "----------", "motd:", "minion"]
     assert by_name["salt '*' test.ping"] == outputs[commands[-2]]
-    # the package state reached the simulated minion through the master
+    # a fresh stack: the package state's first revision, for both minions
+    saved = _salt_lines(
+        by_name[
+            "salt-run pkgstate.set base bash 'curl>=0.12' vim@latest telnet@removed"
+        ]
+    )
+    assert saved[saved.index("revision:") + 1].strip() == "1"
+    assigned = by_name["salt-run pkgstate.assign base minions=evil-0001,evil-0002"]
+    assert "target:\n          evil-0001" in assigned
+    assert "target:\n          evil-0002" in assigned
+    # the package state reached the simulated minion through the master, and
+    # every state of it succeeds there (test=True: vim would be upgraded)
     applied = by_name["salt evil-0001 state.apply pkgstate test=True"]
     for state_id in (
         "pkgstate-installed-bash",
@@ -96,5 +174,11 @@ def test_the_readme_by_hand_block_works_verbatim() -> None:
         "pkgstate-latest-vim",
         "pkgstate-removed-telnet",
     ):
-        assert state_id in applied, applied
-    assert "bash" in by_name["salt-run pkgstate.status evil-0001"]
+        assert f"ID: {state_id}" in applied, applied
+    assert "Result: False" not in applied, applied
+    assert "\nFailed:    0\n" in applied, applied
+    status = _salt_lines(by_name["salt-run pkgstate.status evil-0001"])
+    assert status[status.index("counts:") + 2].split() == ["pending:"]
+    assert status[status.index("counts:") + 3].strip() == "4"
+    restarted = by_name["restart master --master-opts harness/examples/master-opts.yml"]
+    assert "salt-master restarted with " in restarted, restarted

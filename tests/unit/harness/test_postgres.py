@@ -40,6 +40,7 @@ def test_two_checkouts_of_one_build_share_one_copy(temp_dir: Path) -> None:
 
 def test_a_new_build_removes_the_unused_copy_of_the_old(temp_dir: Path) -> None:
     old = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    _age(old.parents[2])
     new = postgres.reachable_install(_fake_install(temp_dir / "b", b"server-2"))
     assert new != old
     assert not old.exists()
@@ -64,4 +65,21 @@ def test_a_copy_a_process_runs_from_is_kept(temp_dir: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
-    assert postgres.remove_stale_copies() == [stale]
+    assert postgres.remove_stale_copies(fresh_grace=0) == [stale]
+
+
+def _age(copy: Path, seconds: float = 120) -> None:
+    """Make ``copy`` look made (or last reused) ``seconds`` ago."""
+    then = copy.stat().st_mtime - seconds
+    os.utime(copy, (then, then))
+
+
+def test_a_stopped_stack_leaves_no_copy_but_a_fresh_one_stays(temp_dir: Path) -> None:
+    # A copy just made or reused may be about to run a server (another test,
+    # another checkout): it stays. Once older and unused, it goes: a run that
+    # ended leaves nothing in the temp directory.
+    copy = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    assert postgres.remove_stale_copies() == []
+    _age(copy.parents[2])
+    assert postgres.remove_stale_copies() == [copy.parents[2]]
+    assert list(temp_dir.glob(f"*{postgres.COPY_PREFIX}*")) == []

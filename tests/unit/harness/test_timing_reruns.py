@@ -1,12 +1,17 @@
 """Reruns of tests that failed only upstream's slow-callback check, with real pytest runs."""
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import textwrap
 
+import psutil
 import pytest
 
 from harness import timing_reruns
+from tests.conftest import wait_for
 
 # the shape of the failure Salt 3008's tests/pytests/unit/conftest.py raises
 # at teardown when an asyncio callback held the loop for over 50 ms
@@ -203,3 +208,46 @@ def test_the_command_line_refuses_a_missing_slow_list(capsys, tmp_path):
     missing = tmp_path / "nope"
     assert timing_reruns.main(["--slow-callbacks", str(missing), "--", "t"]) == 2
     assert "--slow-callbacks: no such file" in capsys.readouterr().err
+
+
+def test_sigterm_stops_pytest_and_leaves_no_temp_dir(tmp_path):
+    # nox or CI stopping the run left the pytest child running and a
+    # saltfleet-timing-* directory in /tmp
+    (tmp_path / "p").mkdir()
+    project = _project(
+        tmp_path / "p", "import time\ndef test_slow():\n    time.sleep(60)\n"
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.timing_reruns",
+            "-p",
+            "no:cacheprovider",
+            "--",
+            ".",
+        ],
+        cwd=project,
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    parent = psutil.Process(proc.pid)
+    children = wait_for(lambda: parent.children(recursive=True), timeout=30)
+    try:
+        assert children and any(temp.iterdir())
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "interrupted; pytest was stopped" in err
+        _, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == []
+        assert list(temp.iterdir()) == []
+    finally:  # a failure leaves nothing running either
+        for process in [parent, *children]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        proc.communicate()

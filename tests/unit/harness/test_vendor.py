@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -184,3 +185,16 @@ def test_bad_upstream_file(tmp_path: Path, text: str, message: str) -> None:
     path.write_text(text)
     with pytest.raises(VendorError, match=message):
         vendor.read_upstream(path)
+
+
+def test_a_long_step_says_every_interval_that_it_is_still_at_work(capsys) -> None:
+    # the 52 s sdist download and the wheel build printed nothing
+    script = (
+        "import sys, time; print('out'); time.sleep(0.5); print('err', file=sys.stderr)"
+    )
+    done = vendor._run_telling("downloading x", [sys.executable, "-c", script], 0.1)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "out\n", "err\n")
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) >= 3, said
+    assert all(line.startswith("vendor: downloading x: ") for line in said), said
+    assert said[-1].endswith("s so far ...")

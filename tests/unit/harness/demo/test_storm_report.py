@@ -5,7 +5,11 @@ off/on table with the limiter's price."""
 from __future__ import annotations
 
 from harness.demo.ratelimit import comparison_table, limiter_cost
-from harness.demo.storm import Ping, StormResult, return_jid
+from harness.demo.storm import Ping, StormResult, return_jid, storm_progress
+
+
+def _pings(*seconds: float) -> list[Ping]:
+    return [Ping(0, s, 5, 5) for s in seconds]
 
 
 def _storm(label: str, seconds: float, peak: int, **extra) -> StormResult:
@@ -17,7 +21,7 @@ def _storm(label: str, seconds: float, peak: int, **extra) -> StormResult:
         return_times=[],
         seconds=seconds,
         peak_minion_jobs=peak,
-        pings=[Ping(0, s, 5, 5) for s in (0.5, 1.0, 4.0)],
+        pings=_pings(0.5, 1.0, 4.0),
     )
     for key, value in extra.items():
         setattr(result, key, value)
@@ -61,6 +65,19 @@ def test_comparison_table() -> None:
     )
 
 
+def test_each_latency_cell_says_how_many_pings_it_rests_on() -> None:
+    # the limiter-off line rested on 2 samples without saying so
+    few = _storm("off", 10, 13, pings=_pings(0.5, 4.0))
+    many = _storm("on", 12, 3, pings=_pings(*(0.1 * i for i in range(1, 41))))
+    table = comparison_table([few, many], slots=2)
+    row = next(line for line in table if line.startswith("| presence ping"))
+    assert row == (
+        "| presence ping p50 / p95 / max (samples) "
+        "| 0.50s / 4.00s / 4.00s (2 pings: p95 = max) "
+        "| 2.10s / 3.80s / 4.00s (40 pings) |"
+    )
+
+
 def test_the_price_is_named_only_when_there_is_one() -> None:
     assert limiter_cost(_storm("off", 69, 13), _storm("on", 102, 3)) == (
         "The price: the storm took 102s instead of 69s, the master waiting for "
@@ -71,7 +88,29 @@ def test_the_price_is_named_only_when_there_is_one() -> None:
     )
 
 
+def test_a_worse_median_ping_with_the_limiter_is_stated() -> None:
+    off = _storm("off", 20, 13, pings=_pings(0.2, 0.3, 5.0))
+    on = _storm("on", 25, 3, pings=_pings(0.8, 0.9, 1.0))
+    assert limiter_cost(off, on) == (
+        "The price: the storm took 25s instead of 20s, the master waiting for "
+        "returns before it publishes more. The median presence ping is worse "
+        "with the limiter: 0.90s instead of 0.30s."
+    )
+
+
 def test_return_jid() -> None:
     assert return_jid("salt/job/2026/ret/evil-0001") == "2026"
     assert return_jid("salt/job/2026/new") is None
     assert return_jid("salt/ratelimit/job/2026/published") is None
+
+
+def test_a_storm_says_how_far_it_is() -> None:
+    # storms ran for minutes with nothing printed
+    storm = _storm("on", 0, 0, excluded={"2": 2})
+    assert storm_progress(storm, 30.4) == (
+        "storm (on): 18 of 18 returns in, 2 of 2 jobs complete, 30s"
+    )
+    storm = _storm("off", 0, 0)
+    assert storm_progress(storm, 10) == (
+        "storm (off): 18 of 20 returns in, 1 of 2 jobs complete, 10s"
+    )
