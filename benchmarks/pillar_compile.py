@@ -196,6 +196,7 @@ def run(
     config_minions, config_warmup = sample[warmup:], sample[:warmup]
     layout = Layout.of_project()
     tag = read_upstream(layout.upstream_file).tag
+    commits = _commits(layout.src_dir, tag)  # what is extracted below
     measured = {(v.name, p): Measured(v.name, p) for p in PILLARS for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="saltfleet-pillar-compile-") as tmp:
         work = Path(tmp)
@@ -232,7 +233,7 @@ def run(
         requests=requests,
         warmup=warmup,
         runs=runs,
-        commits=_commits(layout.src_dir, tag),
+        commits=commits,
     )
 
 
