@@ -54,6 +54,11 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     p = sub.add_parser("pkgstates", help=BENCHMARKS["pkgstates"])
     pkgstates_options.add_arguments(p)
+    p = sub.add_parser("pillar-compile", help=BENCHMARKS["pillar-compile"])
+    p.add_argument("--fleet", type=positive, default=1000, help="minions in top.sls")
+    p.add_argument("--requests", type=positive, default=200, help="counted per run")
+    p.add_argument("--warmup", type=positive, default=5)
+    p.add_argument("--runs", type=positive, default=3)
     args = parser.parse_args(argv)
     if args.name == "pkgstates":
         try:
@@ -93,6 +98,15 @@ def _run(args: argparse.Namespace) -> Path:
         from benchmarks.pkgstates import run as pkgstates
 
         path = pkgstates.run(args.pkgstates)
+    elif args.name == "pillar-compile":
+        from benchmarks import pillar_compile
+
+        path = pillar_compile.run(
+            fleet_size=args.fleet,
+            requests=args.requests,
+            warmup=args.warmup,
+            runs=args.runs,
+        )
     elif args.name == "interfaces":
         from benchmarks import interfaces_load
 

@@ -28,8 +28,7 @@ from harness.pillar import variants
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
 from harness.pillar.model import FleetPillars, merged_pillar
-from harness.pillar.store import store_fleet
-from harness.ports import free_port
+from harness.pillar.store import fleet_database
 from harness.postgres import ConnectionInfo, EmbeddedPostgres
 from harness.stack import fleet_stack, master_layout
 
@@ -254,13 +253,7 @@ def run(
         work.chmod(0o755)
         tree = work / "tree"
         write_tree(fleet, tree)
-        pg = EmbeddedPostgres(work / "pg", free_port())
-        pg.start()
-        try:
-            from harness import migrations
-
-            migrations.apply(pg.connection)
-            store_fleet(pg.connection, fleet)
+        with fleet_database(work / "pg", fleet) as pg:
             results = []
             for variant in variants.VARIANTS:
                 print(
@@ -281,9 +274,6 @@ def run(
             # last: its kept connection would count as the masters' otherwise
             print(f"micro-benchmark: {micro_calls} lookups per module", flush=True)
             micro = micro_benchmark(pg.connection, ids, micro_calls, work / "micro")
-        finally:
-            pg.stop()
-            pg.cleanup()
     return write_report(micro, results, minions=minions, rounds=rounds, workers=workers)
 
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg2.extensions
 from psycopg2.extensions import cursor as Cursor
 from psycopg2.extras import Json
 
+from harness import migrations
 from harness.pillar.model import FleetPillars, Group, MinionMembership, PillarRow
-from harness.postgres import ConnectionInfo
+from harness.ports import free_port
+from harness.postgres import ConnectionInfo, EmbeddedPostgres
 
 
 class PillarStore:
@@ -182,3 +185,18 @@ def store_fleet(info: ConnectionInfo, fleet: FleetPillars) -> None:
             store.write(cur, fleet)
     finally:
         conn.close()
+
+
+@contextmanager
+def fleet_database(workdir: Path, fleet: FleetPillars) -> Iterator[EmbeddedPostgres]:
+    """An embedded PostgreSQL in ``workdir`` with the schema and ``fleet``'s
+    pillars; stopped and removed on exit, also on errors."""
+    pg = EmbeddedPostgres(workdir, free_port())
+    pg.start()
+    try:
+        migrations.apply(pg.connection)
+        store_fleet(pg.connection, fleet)
+        yield pg
+    finally:
+        pg.stop()
+        pg.cleanup()

@@ -1,0 +1,113 @@
+"""The pillar-compile benchmark's pure parts: variants' options, run order,
+the pillar check and the report's goals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks import pillar_compile, report
+from benchmarks.pillar_compile import VARIANTS, Measured, Variant
+from harness.pillar.generate import generate
+from harness.pillar.model import merged_pillar
+from harness.postgres import ConnectionInfo
+
+INFO = ConnectionInfo(
+    host="127.0.0.1", port=5432, user="salt", password="pw", dbname="salt"
+)
+
+
+def test_only_the_series_gets_the_reuse_option() -> None:
+    pristine, off, on = VARIANTS
+    tree = Path("/tree")
+    assert "pillar_reuse_loaders" not in pillar_compile.overrides(
+        pristine, "db", info=INFO, tree=tree
+    )
+    assert (
+        pillar_compile.overrides(off, "db", info=INFO, tree=tree)[
+            "pillar_reuse_loaders"
+        ]
+        is False
+    )
+    files = pillar_compile.overrides(on, "files", info=INFO, tree=tree)
+    assert files["pillar_reuse_loaders"] is True
+    assert files["pillar_roots"] == {"base": ["/tree"]}
+    assert "ext_pillar" not in files
+
+
+def test_every_variant_goes_first_once_in_as_many_runs() -> None:
+    firsts = {pillar_compile.ordered(VARIANTS, run)[0] for run in range(3)}
+    assert firsts == set(VARIANTS)
+    assert sorted(v.name for v in pillar_compile.ordered(VARIANTS, 4)) == sorted(
+        v.name for v in VARIANTS
+    )
+
+
+def test_a_missing_or_different_pillar_is_wrong() -> None:
+    fleet = generate(["m1", "m2", "m3"])
+    pillars = {"m1": merged_pillar(fleet, "m1"), "m2": {"other": 1}}
+    assert pillar_compile.wrong_pillars(fleet, pillars, ["m1", "m2", "m3"]) == [
+        "m2",
+        "m3",
+    ]
+
+
+def test_the_reproduce_line_names_only_changed_settings() -> None:
+    assert pillar_compile.reproduce(1000, 200, 5, 3) == (
+        "nox -s bench -- pillar-compile"
+    )
+    assert pillar_compile.reproduce(40, 200, 5, 1) == (
+        "nox -s bench -- pillar-compile --fleet 40 --runs 1"
+    )
+
+
+def _measured(ms: dict[str, tuple[float, float]]) -> list[Measured]:
+    """Two runs per variant: ``ms[variant] = (db, files)``."""
+    ret = []
+    for variant, (db, files) in ms.items():
+        ret.append(Measured(variant, "db", [db, db * 1.1]))
+        ret.append(Measured(variant, "files", [files, files * 1.1]))
+    return ret
+
+
+@pytest.fixture
+def results_dir(tmp_path, monkeypatch):
+    """Reports go to ``tmp_path``, not to ``benchmarks/results``."""
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    return tmp_path
+
+
+def test_the_report_says_which_goal_is_missed_and_by_how_much(
+    results_dir: Path,
+) -> None:
+    results = _measured(
+        {
+            "pristine 3008.3": (100.0, 100.0),
+            "series, reuse off": (90.0, 100.0),
+            "series, reuse on": (14.0, 30.0),
+        }
+    )
+    results[-1].wrong.append("m7")
+    path = pillar_compile.write_report(
+        results, fleet_size=40, requests=10, warmup=2, runs=2, commits="x"
+    )
+    text = path.read_text()
+    assert path == results_dir / "pillar-compile.md"
+    assert "Regenerate: `nox -s bench -- pillar-compile --fleet 40 --requests 10" in (
+        text
+    )
+    assert "= 0.140 x pristine (goal <= 0.07): NOT met (by 2.0x)" in text
+    assert "= 0.300 x pristine (goal <= 0.5): met" in text
+    assert "series, reuse on / files: 1 (first m7)" in text
+    assert (results_dir / "pillar-compile.png").exists()
+    assert (results_dir / "pillar-compile.json").exists()
+
+
+def test_a_variant_is_a_tree_and_an_option() -> None:
+    assert [(v.tree, v.reuse) for v in VARIANTS] == [
+        ("pristine", None),
+        ("series", False),
+        ("series", True),
+    ]
+    assert Variant("x", "series", True).reuse is True
