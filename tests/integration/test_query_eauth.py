@@ -4,28 +4,32 @@ A real master with three simulated minions and two eauth users by Salt's
 ``sharedsecret`` backend, both allowed the runners: ``alice`` may run
 ``test.ping`` and ``grains.items`` on the first minion only, ``bob``
 ``status.*``, ``saltutil.running`` and ``pillar.items`` on every minion.
-Each runs ``salt-run --eauth`` as a user would, and every refusal is
-checked where the user sees it: the rows that are not there, the error
-and the exit code.  Bad filters (a catastrophic regular expression, a
-list form nested 1200 deep) are refused with a message, never a traceback.
+Each runs ``salt-run --eauth`` as a user would, and ``alice`` also
+salt-api's runner client, and every refusal is checked where the user sees
+it: the rows that are not there, the error and the exit code.  Bad filters
+(a catastrophic regular expression, a list form nested 1200 deep) are
+refused with a message, never a traceback.
+
+The users live in a ``master.d`` include of their own beside the harness's
+salt-api include (Salt merges the includes' ``external_auth``), and log in
+with the ``sharedsecret`` the harness generates for salt-api.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 from typing import Any
 
 import pytest
 
-from harness.stack import Stack, fleet_stack
+from harness.saltapi import ApiCredentials, ApiSettings, api_request, login
+from harness.stack import Stack, fleet_stack, master_layout
 
 pytestmark = pytest.mark.integration
 
 MINIONS = 3
 NORMAL = 0
-SECRET = secrets.token_urlsafe(16)
 PILLAR_SECRET = "hunter2"
 
 
@@ -44,14 +48,12 @@ def stack(open_tmp_module):
     from harness.fleet import FleetConfig
 
     ids = FleetConfig(count=MINIONS).minion_ids()
+    root = open_tmp_module / "stack"
+    users = master_layout(root).conf_dir / "master.d" / "query-users.conf"
+    users.parent.mkdir(parents=True)
+    users.write_text(json.dumps({"external_auth": {"sharedsecret": _acl(ids[0])}}))
     stack = fleet_stack(
-        MINIONS,
-        root=open_tmp_module / "stack",
-        master_opts={
-            "timeout": 5,
-            "external_auth": {"sharedsecret": _acl(ids[0])},
-            "sharedsecret": SECRET,
-        },
+        MINIONS, root=root, master_opts={"timeout": 5}, api=ApiSettings()
     )
     with stack as running:
         _cache_pillar(running)
@@ -69,6 +71,11 @@ def _cache_pillar(stack: Stack) -> None:
         cache.store("pillar", minion, {"db": {"password": PILLAR_SECRET}})
 
 
+def _secret(stack: Stack) -> str:
+    assert stack.api is not None
+    return stack.api.credentials.password
+
+
 def _as(stack: Stack, user: str, *args: str) -> subprocess.CompletedProcess[str]:
     assert stack.master is not None
     return stack.master.run_cli(
@@ -78,7 +85,7 @@ def _as(stack: Stack, user: str, *args: str) -> subprocess.CompletedProcess[str]
         "--username",
         user,
         "--password",
-        SECRET,
+        _secret(stack),
         "--out",
         "json",
         *args,
@@ -152,7 +159,7 @@ def test_jobs_of_others_on_minions_it_may_not_target_are_hidden(
         "--username",
         "alice",
         "--password",
-        SECRET,
+        _secret(stack),
         "--out",
         "json",
         first,
@@ -191,3 +198,25 @@ def test_bad_filters_are_refused_with_a_message(
     assert done.returncode != 0
     assert message in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_through_salt_api_the_same_limits_hold(stack: Stack) -> None:
+    assert stack.api is not None
+    alice = ApiCredentials(url=stack.api.url, user="alice", password=_secret(stack))
+    token = login(alice)
+
+    def run(**kwarg: Any) -> Any:
+        lowstate = [
+            {"client": "runner", "fun": "query.query", "what": "minion", **kwarg}
+        ]
+        reply = api_request(stack.api.url, "/", lowstate, timeout=60, token=token)
+        return reply["return"][0]
+
+    assert _names(run(fields="name,os")) == [stack.fleet.ids[0]]
+    pillar = run(fields="name,pillar.db.password", pillar=True)
+    assert "pillar.items" in pillar["error"]
+    assert PILLAR_SECRET not in json.dumps(pillar)
+    assert "status.loadavg" in run(fields="name,load")["error"]
+    # a caller cannot grant itself more through the low data
+    forged = run(fields="name", __auth_list__=[".*"])
+    assert _names(forged) == [stack.fleet.ids[0]]
