@@ -42,7 +42,8 @@ def _query(stack: Stack, *args: str) -> dict[str, Any]:
 
 def test_capacity_held_and_outcome(stack: Stack) -> None:
     with stack.client() as client:
-        jid = client.cmd_async("*", "test.sleep", [6])
+        # long enough to outlast three salt-run calls on a busy machine
+        jid = client.cmd_async("*", "test.sleep", [30])
     assert jid
     deadline = time.monotonic() + 20
     while True:
