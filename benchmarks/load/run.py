@@ -376,7 +376,12 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
         )
         began = time.perf_counter()
         for _ in range(submissions):
-            reply = session.post(credentials.url + "/", json=low, timeout=60)
+            reply = session.post(
+                credentials.url + "/",
+                json=low,
+                timeout=60,
+                verify=credentials.ca_file or True,
+            )
             reply.raise_for_status()
         api_s = time.perf_counter() - began
     with stack.client() as client:
@@ -439,6 +444,12 @@ def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantR
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _ca_option(ca_file: str | None) -> list[str]:
+    """Locust's option that verifies salt-api's self-signed certificate
+    (salt-api serves TLS beyond loopback); none for plain HTTP."""
+    return [] if ca_file is None else [f"--salt-ca-file={ca_file}"]
+
+
 def _load(
     stack: Stack, settings: LoadSettings, variant: str, out_dir: Path
 ) -> VariantRun:
@@ -453,7 +464,11 @@ def _load(
         out_prefix=out_dir / "locust",
         presence_targets=settings.presence_targets,
         group_size=settings.group_size,
-        extra=[f"--salt-minions={','.join(stack.fleet.ids)}"],
+        extra=[
+            f"--salt-minions={','.join(stack.fleet.ids)}",
+            f"--salt-user={stack.api.credentials.user}",
+            *_ca_option(stack.api.credentials.ca_file),
+        ],
     )
     sampler = ResourceSampler(
         stack.master.process.pid, stack.api.process.pid, stack.fleet
