@@ -24,6 +24,7 @@ import json
 import re
 import secrets
 import ssl
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -42,16 +43,24 @@ DEFAULT_USER: Final = "saltfleet-load"
 #: one eauth grant: a function name (every minion), or ``{target: [names]}``,
 #: or ``{"@runner": [names]}``
 Grant: TypeAlias = str | dict[str, list[str]]
+
+
+def named(function: str) -> str:
+    """The grant of exactly ``function``: Salt matches grants as regular
+    expressions from the start of the name only, so ``jobs.list_job`` alone
+    would grant ``jobs.list_jobs`` (every user's jobs) too."""
+    return re.escape(function) + "$"
+
+
 #: what the load user may do, and nothing more: the functions the tasks of
-#: benchmarks/load/locustfile.py and the tour's salt-api section call, by
-#: name; ``jobs.list_job`` is what ``GET /jobs/<jid>`` runs
+#: benchmarks/load/locustfile.py and the tour's salt-api section call, each
+#: exactly; ``jobs.list_job`` is what ``GET /jobs/<jid>`` runs
 LOAD_PERMISSIONS: Final[tuple[Grant, ...]] = (
-    "test.ping",
-    "test.version",
-    "pkg.list_pkgs",
-    "pillar.items",
-    "pillar.get",
-    {"@runner": ["ratelimit.status", "jobs.list_job"]},
+    *map(
+        named,
+        ("test.ping", "test.version", "pkg.list_pkgs", "pillar.items", "pillar.get"),
+    ),
+    {"@runner": [named("ratelimit.status"), named("jobs.list_job")]},
 )
 #: the netapi clients those calls use (Salt 3006+ enables none by default);
 #: no wheel client: nothing the harness's users do needs one
@@ -76,6 +85,15 @@ class ApiSettings:
     token_expire: int = 12 * 3600
     #: the user's eauth grants
     permissions: tuple[Grant, ...] = LOAD_PERMISSIONS
+    #: where the TLS certificate and key are, made there if missing (one for
+    #: several stacks, e.g. a load run's variants); None: the stack's pki/api
+    tls_dir: Path | None = None
+
+    def tls_files(self, root: Path) -> tuple[Path, Path]:
+        """The certificate and the private key salt-api of the stack in
+        ``root`` serves TLS with."""
+        directory = self.tls_dir or root / "pki" / "api"
+        return directory / "api.crt", directory / "api.key"
 
     @property
     def tls(self) -> bool:
@@ -176,27 +194,21 @@ def api_request(
 def _error_text(body: str) -> str:
     """The message of a CherryPy error page (HTML even when JSON was asked
     for), or the start of any other body."""
-    found = re.search(r"<p>(.*?)</p>", body, re.DOTALL)
+    found = re.search(r"<p>([^<]*)</p>", body)
     text = html.unescape(found.group(1)) if found else body
     return " ".join(text.split())[:300]
 
 
-def tls_files(root: Path) -> tuple[Path, Path]:
-    """Where a stack keeps salt-api's certificate and private key."""
-    return root / "pki" / "api" / "api.crt", root / "pki" / "api" / "api.key"
-
-
-def write_certificate(host: str, root: Path) -> Path:
-    """A new self-signed certificate for ``host`` and its private key (mode
-    0600) under ``root``; the certificate's path, which clients trust."""
+def write_certificate(host: str, crt: Path, key_file: Path) -> None:
+    """A new self-signed certificate for ``host`` in ``crt``, its private
+    key (mode 0600) in ``key_file``; clients trust the certificate."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    crt, key_file = tls_files(root)
-    crt.parent.mkdir(parents=True, exist_ok=True)
-    crt.parent.chmod(0o700)
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.parent.chmod(0o700)
     key = ec.generate_private_key(ec.SECP256R1())
     try:
         alt: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(host))
@@ -225,7 +237,6 @@ def write_certificate(host: str, root: Path) -> Path:
         )
     )
     crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return crt
 
 
 def render_config(
@@ -239,7 +250,7 @@ def render_config(
         "log_error_file": str(root / "log" / "api-cherrypy.log"),
     }
     if settings.tls:
-        crt, key = tls_files(root)
+        crt, key = settings.tls_files(root)
         server.update(ssl_crt=str(crt), ssl_key=str(key))
     else:
         server["disable_ssl"] = True
@@ -268,7 +279,7 @@ class SaltApi:
             url=f"{scheme}://{settings.host}:{port}",
             user=settings.user,
             password=secrets.token_urlsafe(24),
-            ca_file=str(tls_files(master.root)[0]) if settings.tls else None,
+            ca_file=str(settings.tls_files(master.root)[0]) if settings.tls else None,
         )
         self.process = ManagedProcess(
             "salt-api",
@@ -289,8 +300,9 @@ class SaltApi:
     def configure(self) -> Path:
         """Write the ``master.d`` include (and, beyond loopback, a new
         certificate); before the master starts."""
-        if self.settings.tls:
-            write_certificate(self.settings.host, self.master.root)
+        crt, key = self.settings.tls_files(self.master.root)
+        if self.settings.tls and not (crt.exists() and key.exists()):
+            write_certificate(self.settings.host, crt, key)
         include = self.master.conf_dir / "master.d" / INCLUDE_FILE
         include.parent.mkdir(parents=True, exist_ok=True)
         options = render_config(
@@ -310,7 +322,7 @@ class SaltApi:
             what=f"listening on {self.url}",
         )
         try:
-            login(self.credentials)
+            self._first_login(time.monotonic() + START_TIMEOUT)
         except LoginError as exc:
             if not self.process.running():
                 raise self.process.fail(
@@ -321,6 +333,21 @@ class SaltApi:
                 f"started but cannot log in ({exc})", self.log_file
             ) from None
         self.process.remember_descendants()
+
+    def _first_login(self, deadline: float) -> None:
+        """Log in once; a login that times out is tried again until
+        ``deadline``: salt-api listens before the master's workers answer,
+        and on a loaded machine they may take longer than one login's
+        timeout. Any answer (a 401 too) ends the wait."""
+        while True:
+            try:
+                login(self.credentials)
+                return
+            except LoginError as exc:
+                if exc.status is not None or time.monotonic() >= deadline:
+                    raise
+                if not self.process.running():
+                    raise
 
     def stop(self) -> None:
         """Stop salt-api and its processes by pid."""

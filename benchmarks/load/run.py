@@ -425,7 +425,9 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
         ext_pillar=db_ext_pillar(),
         master_opts=_limiter_options(settings, variant),
         logs_dir=out_dir / "logs",
-        api=ApiSettings(host=settings.api_host),
+        # beyond loopback: one certificate for every variant, so that
+        # workers on other machines need one copy (README, "More than one machine")
+        api=ApiSettings(host=settings.api_host, tls_dir=out_dir.parent / "tls"),
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 from harness.ports import LOOPBACK, PortInUseError
 from harness.ratelimit import RateLimiting
 from harness.saltapi import (
+    LOAD_PERMISSIONS,
     ApiCredentials,
     ApiError,
     ApiSettings,
@@ -22,6 +23,7 @@ from harness.saltapi import (
     api_request,
     is_loopback,
     login,
+    named,
 )
 from harness.stack import Stack, StackSettings, fleet_stack
 from tests.conftest import alive
@@ -200,7 +202,8 @@ def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
         MINIONS,
         root=open_tmp / "stack",
         master_opts=limits.master_options(),
-        api=ApiSettings(),
+        # test.sleep holds the limiter's slots; the load user does not call it
+        api=ApiSettings(permissions=(*LOAD_PERMISSIONS, named("test.sleep"))),
     )
     # each job takes MINIONS of the MINIONS + 2 points: the first runs, the
     # second waits at the head of the queue, the third is over max_queue

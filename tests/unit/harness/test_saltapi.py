@@ -38,7 +38,8 @@ def test_the_load_user_is_granted_named_functions_only():
     for broad in (".*", "@wheel", "@jobs", "salt.cmd"):
         assert broad not in text, broad
     assert "@runner" not in grants  # runners only by name
-    assert {"@runner": ["ratelimit.status", "jobs.list_job"]} in grants
+    assert {"@runner": [r"ratelimit\.status$", r"jobs\.list_job$"]} in grants
+    assert r"test\.ping$" in grants
 
 
 def test_beyond_loopback_salt_api_serves_tls_with_a_new_certificate(tmp_path):
