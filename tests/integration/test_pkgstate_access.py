@@ -162,3 +162,14 @@ def test_a_minion_the_master_does_not_know_is_an_error(stack: Stack, fun) -> Non
     assert done.returncode == 1, done.stdout + done.stderr
     error = yaml.safe_load(done.stdout)["error"]
     assert "minion 'no-such-minion' is unknown" in error
+
+
+def test_a_100k_package_name_is_refused_with_a_short_message(stack: Stack) -> None:
+    done = _salt_run(
+        stack, "pkgstate.set", "minion:web-0002", "x" * 100_000, eauth=False
+    )
+    assert done.returncode == 1, done.stderr[-500:]
+    error = yaml.safe_load(done.stdout)["error"]
+    assert "100000 characters" in error and len(error) < 300, error[:300]
+    shown = _as_root(stack, "pkgstate.show")
+    assert "minion:web-0002" not in shown
