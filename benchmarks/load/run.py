@@ -515,11 +515,19 @@ def _limits(settings: LoadSettings) -> str:
 
 def _setup_lines(settings: LoadSettings) -> list[str]:
     from benchmarks.load import traffic as lf
+    from harness.saltapi import ApiSettings
 
+    where = (
+        f"on {settings.api_host} with TLS"
+        if ApiSettings(host=settings.api_host).tls
+        else "on loopback without TLS"
+    )
     return [
         f"{settings.minions} simulated minions ({settings.processes} simulator "
         "processes), pillars in PostgreSQL (`salt_pillar_rows`), salt-api "
-        "`rest_cherrypy` on loopback without TLS, eauth `sharedsecret`",
+        f"`rest_cherrypy` {where}, eauth `sharedsecret`; the load user is "
+        "granted only the functions the console calls, by exact name "
+        "(`harness.saltapi.LOAD_PERMISSIONS`, docs/SECURITY.md)",
         f"load shape: {settings.profile.describe()}",
         f"locust: {settings.workers.describe()}",
         f"`ConsoleUser` think time {lf.CONSOLE_THINK_S[0]:g}-{lf.CONSOLE_THINK_S[1]:g} s; "
