@@ -61,6 +61,8 @@ LOCUST_GRACE_S: Final = 120.0
 SAMPLE_INTERVAL_S: Final = 1.0
 #: locust's output and the daemons' logs, per run, unless a workdir is given
 WORKDIR_ROOT: Final = PROJECT_ROOT / ".saltfleet" / "load"
+#: how long the cost measurement's login may wait for the master after a load
+AFTER_LOAD_LOGIN_S: Final = 120.0
 #: workers on this machine get this long to connect to the locust master
 WORKERS_CONNECT_S: Final = 60
 #: workers on other machines get this long: someone starts them by hand
@@ -372,7 +374,12 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
     low = [{"client": "local_async", "tgt": target, "fun": "test.ping"}]
     with requests.Session() as session:
         session.headers.update(
-            {"X-Auth-Token": login(credentials), "Accept": "application/json"}
+            {
+                # right after locust the master is still draining the load's
+                # returns: a login may wait longer than an idle one
+                "X-Auth-Token": login(credentials, timeout=AFTER_LOAD_LOGIN_S),
+                "Accept": "application/json",
+            }
         )
         began = time.perf_counter()
         for _ in range(submissions):
