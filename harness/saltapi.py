@@ -1,9 +1,13 @@
 """salt-api (``rest_cherrypy``) beside the stack's master, for load runs.
 
-The API listens on loopback without TLS and authenticates one load user by
-Salt's ``sharedsecret`` external auth: the password is a secret generated
-per stack, and the user may run every execution function, runners, wheel
-functions and job lookups (``.*``, ``@runner``, ``@wheel``, ``@jobs``).
+The API authenticates one user by Salt's ``sharedsecret`` external auth:
+the password is a secret generated per stack. By default that user is the
+load user, granted exactly what the console users of
+``benchmarks/load/locustfile.py`` call (:data:`LOAD_PERMISSIONS`): named
+execution functions and two named runners, no wheel, no ``salt.cmd``, no
+regular expression that matches everything. On loopback salt-api speaks
+plain HTTP; on any other address it serves TLS with a self-signed
+certificate generated per stack (``pki/api/``), which clients verify.
 
 Its configuration is a ``master.d/saltapi.conf`` include next to the master's
 configuration, written before the master starts: the master must know the
@@ -13,15 +17,19 @@ Start-up is confirmed by a real ``POST /login`` that returns a token.
 
 from __future__ import annotations
 
+import datetime
 import html
+import ipaddress
 import json
 import re
 import secrets
+import ssl
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import yaml
 
@@ -32,18 +40,31 @@ from harness.processes import ManagedProcess
 
 EAUTH: Final = "sharedsecret"
 DEFAULT_USER: Final = "saltfleet-load"
-#: what the load user may do: every execution function, runners, wheel, jobs
-PERMISSIONS: Final = (".*", "@runner", "@wheel", "@jobs")
-#: the netapi clients an operator console uses (Salt 3006+ enables none by default)
-CLIENTS: Final = (
-    "local",
-    "local_async",
-    "local_batch",
-    "runner",
-    "runner_async",
-    "wheel",
-    "wheel_async",
+#: one eauth grant: a function name (every minion), or ``{target: [names]}``,
+#: or ``{"@runner": [names]}``
+Grant: TypeAlias = str | dict[str, list[str]]
+
+
+def named(function: str) -> str:
+    """The grant of exactly ``function``: Salt matches grants as regular
+    expressions from the start of the name only, so ``jobs.list_job`` alone
+    would grant ``jobs.list_jobs`` (every user's jobs) too."""
+    return re.escape(function) + "$"
+
+
+#: what the load user may do, and nothing more: the functions the tasks of
+#: benchmarks/load/locustfile.py and the tour's salt-api section call, each
+#: exactly; ``jobs.list_job`` is what ``GET /jobs/<jid>`` runs
+LOAD_PERMISSIONS: Final[tuple[Grant, ...]] = (
+    *map(
+        named,
+        ("test.ping", "test.version", "pkg.list_pkgs", "pillar.items", "pillar.get"),
+    ),
+    {"@runner": [named("ratelimit.status"), named("jobs.list_job")]},
 )
+#: the netapi clients those calls use (Salt 3006+ enables none by default);
+#: no wheel client: nothing the harness's users do needs one
+CLIENTS: Final = ("local", "local_async", "runner")
 INCLUDE_FILE: Final = "saltapi.conf"
 START_TIMEOUT: Final = 60.0
 LOGIN_TIMEOUT: Final = 15.0
@@ -62,6 +83,32 @@ class ApiSettings:
     thread_pool: int = 100
     #: lifetime of a token in seconds (the master's ``token_expire``)
     token_expire: int = 12 * 3600
+    #: the user's eauth grants
+    permissions: tuple[Grant, ...] = LOAD_PERMISSIONS
+    #: where the TLS certificate and key are, made there if missing (one for
+    #: several stacks, e.g. a load run's variants); None: the stack's pki/api
+    tls_dir: Path | None = None
+
+    def tls_files(self, root: Path) -> tuple[Path, Path]:
+        """The certificate and the private key salt-api of the stack in
+        ``root`` serves TLS with."""
+        directory = self.tls_dir or root / "pki" / "api"
+        return directory / "api.crt", directory / "api.key"
+
+    @property
+    def tls(self) -> bool:
+        """Whether salt-api serves TLS: on every address but loopback."""
+        return not is_loopback(self.host)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -72,6 +119,8 @@ class ApiCredentials:
     user: str
     password: str
     eauth: str = EAUTH
+    #: the certificate that verifies salt-api's TLS (self-signed); None: plain HTTP
+    ca_file: str | None = None
 
     def login_body(self) -> dict[str, str]:
         """The JSON body of ``POST /login``."""
@@ -95,7 +144,11 @@ def login(credentials: ApiCredentials, timeout: float = LOGIN_TIMEOUT) -> str:
     """Log in to salt-api and return the token (``X-Auth-Token``)."""
     try:
         reply = api_request(
-            credentials.url, "/login", credentials.login_body(), timeout
+            credentials.url,
+            "/login",
+            credentials.login_body(),
+            timeout,
+            ca_file=credentials.ca_file,
         )
         token = reply["return"][0]["token"]
     except ApiError as exc:
@@ -113,8 +166,10 @@ def api_request(
     body: Any,
     timeout: float,
     token: str | None = None,
+    ca_file: str | None = None,
 ) -> Any:
-    """POST ``body`` as JSON to ``url + path``; the decoded JSON reply."""
+    """POST ``body`` as JSON to ``url + path``; the decoded JSON reply.
+    ``ca_file`` verifies an ``https`` URL against that certificate."""
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if token is not None:
         headers["X-Auth-Token"] = token
@@ -122,7 +177,10 @@ def api_request(
         url + path, data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+        with urllib.request.urlopen(
+            request, timeout=timeout, context=context
+        ) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         text = exc.read().decode(errors="replace")
@@ -136,25 +194,70 @@ def api_request(
 def _error_text(body: str) -> str:
     """The message of a CherryPy error page (HTML even when JSON was asked
     for), or the start of any other body."""
-    found = re.search(r"<p>(.*?)</p>", body, re.DOTALL)
+    found = re.search(r"<p>([^<]*)</p>", body)
     text = html.unescape(found.group(1)) if found else body
     return " ".join(text.split())[:300]
+
+
+def write_certificate(host: str, crt: Path, key_file: Path) -> None:
+    """A new self-signed certificate for ``host`` in ``crt``, its private
+    key (mode 0600) in ``key_file``; clients trust the certificate."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.parent.chmod(0o700)
+    key = ec.generate_private_key(ec.SECP256R1())
+    try:
+        alt: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        alt = x509.DNSName(host)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([alt]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
 def render_config(
     settings: ApiSettings, port: int, password: str, root: Path
 ) -> dict[str, Any]:
     """The options salt-api and the master need, as a ``master.d`` include."""
+    server: dict[str, Any] = {
+        "host": settings.host,
+        "port": port,
+        "thread_pool": settings.thread_pool,
+        "log_error_file": str(root / "log" / "api-cherrypy.log"),
+    }
+    if settings.tls:
+        crt, key = settings.tls_files(root)
+        server.update(ssl_crt=str(crt), ssl_key=str(key))
+    else:
+        server["disable_ssl"] = True
     return {
-        "rest_cherrypy": {
-            "host": settings.host,
-            "port": port,
-            "disable_ssl": True,
-            "thread_pool": settings.thread_pool,
-            "log_error_file": str(root / "log" / "api-cherrypy.log"),
-        },
+        "rest_cherrypy": server,
         "netapi_enable_clients": list(CLIENTS),
-        "external_auth": {EAUTH: {settings.user: list(PERMISSIONS)}},
+        "external_auth": {EAUTH: {settings.user: list(settings.permissions)}},
         "sharedsecret": password,
         "token_expire": settings.token_expire,
         "api_logfile": str(root / "log" / "api.log"),
@@ -171,10 +274,12 @@ class SaltApi:
         self.master = master
         self.settings = settings
         self.port = port
+        scheme = "https" if settings.tls else "http"
         self.credentials = ApiCredentials(
-            url=f"http://{settings.host}:{port}",
+            url=f"{scheme}://{settings.host}:{port}",
             user=settings.user,
             password=secrets.token_urlsafe(24),
+            ca_file=str(settings.tls_files(master.root)[0]) if settings.tls else None,
         )
         self.process = ManagedProcess(
             "salt-api",
@@ -184,7 +289,7 @@ class SaltApi:
 
     @property
     def url(self) -> str:
-        """Where salt-api answers, ``http://HOST:PORT``."""
+        """Where salt-api answers, ``http(s)://HOST:PORT``."""
         return self.credentials.url
 
     @property
@@ -193,7 +298,11 @@ class SaltApi:
         return self.master.root / "log" / "api.log"
 
     def configure(self) -> Path:
-        """Write the ``master.d`` include; before the master starts."""
+        """Write the ``master.d`` include (and, beyond loopback, a new
+        certificate); before the master starts."""
+        crt, key = self.settings.tls_files(self.master.root)
+        if self.settings.tls and not (crt.exists() and key.exists()):
+            write_certificate(self.settings.host, crt, key)
         include = self.master.conf_dir / "master.d" / INCLUDE_FILE
         include.parent.mkdir(parents=True, exist_ok=True)
         options = render_config(
@@ -213,7 +322,7 @@ class SaltApi:
             what=f"listening on {self.url}",
         )
         try:
-            login(self.credentials)
+            self._first_login(time.monotonic() + START_TIMEOUT)
         except LoginError as exc:
             if not self.process.running():
                 raise self.process.fail(
@@ -224,6 +333,21 @@ class SaltApi:
                 f"started but cannot log in ({exc})", self.log_file
             ) from None
         self.process.remember_descendants()
+
+    def _first_login(self, deadline: float) -> None:
+        """Log in once; a login that times out is tried again until
+        ``deadline``: salt-api listens before the master's workers answer,
+        and on a loaded machine they may take longer than one login's
+        timeout. Any answer (a 401 too) ends the wait."""
+        while True:
+            try:
+                login(self.credentials)
+                return
+            except LoginError as exc:
+                if exc.status is not None or time.monotonic() >= deadline:
+                    raise
+                if not self.process.running():
+                    raise
 
     def stop(self) -> None:
         """Stop salt-api and its processes by pid."""

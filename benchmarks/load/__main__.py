@@ -153,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-host",
         default="127.0.0.1",
         help="the address of this machine salt-api listens on and workers "
-        "use (default 127.0.0.1; another one for workers on other machines)",
+        "use (default 127.0.0.1; another one for workers on other machines: "
+        "then TLS only, with a certificate made in WORKDIR/tls that the "
+        "workers need at the same path)",
     )
     dist.add_argument(
         "--master-host",

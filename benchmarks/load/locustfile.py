@@ -77,10 +77,16 @@ def _add_options(parser: Any) -> None:
     )
     parser.add_argument("--salt-eauth", default="sharedsecret", help="eauth backend")
     parser.add_argument(
+        "--salt-ca-file",
+        default="",
+        help="certificate that verifies salt-api's TLS (a self-signed one); "
+        "workers elsewhere need it at the same path",
+    )
+    parser.add_argument(
         "--salt-minions",
         default="",
-        help="comma-separated minion ids to target; default: the master's "
-        "accepted keys (wheel key.list_all)",
+        help="comma-separated minion ids to target; default: the minions "
+        "that answer test.ping to '*'",
     )
     parser.add_argument(
         "--presence-targets", type=int, default=10, help="minions per presence check"
@@ -143,6 +149,8 @@ class SaltApiUser(HttpUser):
 
     def on_start(self) -> None:
         """Log in once; the token is reused until a ``401``."""
+        if self.options.salt_ca_file:
+            self.client.verify = self.options.salt_ca_file
         self.login()
 
     def login(self) -> None:
@@ -229,13 +237,18 @@ class SaltApiUser(HttpUser):
         if not _fleet:
             given = [m for m in self.options.salt_minions.split(",") if m.strip()]
             if not given:
+                # the load user has no wheel grant to list keys: the minions
+                # that answer are the fleet (the runner passes --salt-minions)
                 reply = self.call(
-                    "wheel key.list_all",
-                    {"client": "wheel", "fun": "key.list_all"},
+                    "local test.ping [fleet]",
+                    {
+                        "client": "local",
+                        "tgt": "*",
+                        "fun": "test.ping",
+                        "timeout": PRESENCE_TIMEOUT_S,
+                    },
                 )
-                data = reply.get("data", {}) if isinstance(reply, dict) else {}
-                keys = data.get("return") if isinstance(data, dict) else None
-                given = list(keys.get("minions", [])) if isinstance(keys, dict) else []
+                given = list(reply) if isinstance(reply, dict) else []
             _fleet[:] = sorted(given)
         return _fleet
 

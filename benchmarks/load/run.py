@@ -61,6 +61,8 @@ LOCUST_GRACE_S: Final = 120.0
 SAMPLE_INTERVAL_S: Final = 1.0
 #: locust's output and the daemons' logs, per run, unless a workdir is given
 WORKDIR_ROOT: Final = PROJECT_ROOT / ".saltfleet" / "load"
+#: how long the cost measurement's login may wait for the master after a load
+AFTER_LOAD_LOGIN_S: Final = 120.0
 #: workers on this machine get this long to connect to the locust master
 WORKERS_CONNECT_S: Final = 60
 #: workers on other machines get this long: someone starts them by hand
@@ -372,11 +374,21 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
     low = [{"client": "local_async", "tgt": target, "fun": "test.ping"}]
     with requests.Session() as session:
         session.headers.update(
-            {"X-Auth-Token": login(credentials), "Accept": "application/json"}
+            {
+                # right after locust the master is still draining the load's
+                # returns: a login may wait longer than an idle one
+                "X-Auth-Token": login(credentials, timeout=AFTER_LOAD_LOGIN_S),
+                "Accept": "application/json",
+            }
         )
         began = time.perf_counter()
         for _ in range(submissions):
-            reply = session.post(credentials.url + "/", json=low, timeout=60)
+            reply = session.post(
+                credentials.url + "/",
+                json=low,
+                timeout=60,
+                verify=credentials.ca_file or True,
+            )
             reply.raise_for_status()
         api_s = time.perf_counter() - began
     with stack.client() as client:
@@ -420,7 +432,9 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
         ext_pillar=db_ext_pillar(),
         master_opts=_limiter_options(settings, variant),
         logs_dir=out_dir / "logs",
-        api=ApiSettings(host=settings.api_host),
+        # beyond loopback: one certificate for every variant, so that
+        # workers on other machines need one copy (README, "More than one machine")
+        api=ApiSettings(host=settings.api_host, tls_dir=out_dir.parent / "tls"),
     )
 
 
@@ -439,6 +453,12 @@ def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantR
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _ca_option(ca_file: str | None) -> list[str]:
+    """Locust's option that verifies salt-api's self-signed certificate
+    (salt-api serves TLS beyond loopback); none for plain HTTP."""
+    return [] if ca_file is None else [f"--salt-ca-file={ca_file}"]
+
+
 def _load(
     stack: Stack, settings: LoadSettings, variant: str, out_dir: Path
 ) -> VariantRun:
@@ -453,7 +473,11 @@ def _load(
         out_prefix=out_dir / "locust",
         presence_targets=settings.presence_targets,
         group_size=settings.group_size,
-        extra=[f"--salt-minions={','.join(stack.fleet.ids)}"],
+        extra=[
+            f"--salt-minions={','.join(stack.fleet.ids)}",
+            f"--salt-user={stack.api.credentials.user}",
+            *_ca_option(stack.api.credentials.ca_file),
+        ],
     )
     sampler = ResourceSampler(
         stack.master.process.pid, stack.api.process.pid, stack.fleet
@@ -498,11 +522,19 @@ def _limits(settings: LoadSettings) -> str:
 
 def _setup_lines(settings: LoadSettings) -> list[str]:
     from benchmarks.load import traffic as lf
+    from harness.saltapi import ApiSettings
 
+    where = (
+        f"on {settings.api_host} with TLS"
+        if ApiSettings(host=settings.api_host).tls
+        else "on loopback without TLS"
+    )
     return [
         f"{settings.minions} simulated minions ({settings.processes} simulator "
         "processes), pillars in PostgreSQL (`salt_pillar_rows`), salt-api "
-        "`rest_cherrypy` on loopback without TLS, eauth `sharedsecret`",
+        f"`rest_cherrypy` {where}, eauth `sharedsecret`; the load user is "
+        "granted only the functions the console calls, by exact name "
+        "(`harness.saltapi.LOAD_PERMISSIONS`, docs/SECURITY.md)",
         f"load shape: {settings.profile.describe()}",
         f"locust: {settings.workers.describe()}",
         f"`ConsoleUser` think time {lf.CONSOLE_THINK_S[0]:g}-{lf.CONSOLE_THINK_S[1]:g} s; "

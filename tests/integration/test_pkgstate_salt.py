@@ -71,9 +71,12 @@ def _policy(name: str) -> tuple[str | None, str | None]:
 
 @pytest.fixture(scope="module")
 def stack(open_tmp_module):
-    settings = StackSettings(
-        root=open_tmp_module / "stack", pkgstates=True, api=ApiSettings()
+    # an operator console's user: the package-state runners, nothing else
+    api = ApiSettings(
+        user="pkgstate-operator",
+        permissions=({"@runner": ["pkgstate.show", "pkgstate.set"]},),
     )
+    settings = StackSettings(root=open_tmp_module / "stack", pkgstates=True, api=api)
     with Stack(settings) as running:
         yield running
 
@@ -421,6 +424,40 @@ def test_the_runner_answers_through_salt_api(stack, minion_id):
     assert "unknown operator" in refused["error"]
     history = _run_ok(stack, "pkgstate.history", "api-demo")
     assert len(history) == 1
+
+
+def test_a_pillar_override_is_the_callers_as_upstream_allows(stack, minion_id):
+    """Decided as upstream: ``state.apply pillar=...`` overrides the pillar
+    by design, the ``pkgstate`` key included (docs/SECURITY.md): merged over
+    the stored data, it adds packages and changes stored ones for that run
+    (test=True here); what is stored, its history and the minion's resolved
+    state stay as they were."""
+    _run_ok(stack, "pkgstate.set", f"minion:{minion_id}", "bc")
+    history = _run_ok(stack, "pkgstate.history", f"minion:{minion_id}")
+    resolved = _run_ok(stack, "pkgstate.show", f"minion={minion_id}")
+    # merged over the compiled pillar: a package added, a stored one changed
+    override = {
+        "pkgstate": {
+            "packages": {
+                "saltfleet-override": {"policy": "installed"},
+                "bc": {"policy": "removed"},
+            }
+        }
+    }
+    ran = stack.cmd(
+        minion_id,
+        "state.apply",
+        ["pkgstate"],
+        kwarg={"test": True, "pillar": override},
+        timeout=120,
+    )[minion_id]
+    assert isinstance(ran, dict), ran
+    planned = " ".join(ran)
+    assert "pkgstate-installed-saltfleet-override" in planned
+    assert "pkgstate-removed-bc" in planned
+    assert "pkgstate-installed-bc" not in planned
+    assert _run_ok(stack, "pkgstate.history", f"minion:{minion_id}") == history
+    assert _run_ok(stack, "pkgstate.show", f"minion={minion_id}") == resolved
 
 
 def test_a_database_outage_fails_the_pillar_closed(stack, minion_id):

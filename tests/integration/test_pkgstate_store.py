@@ -3,10 +3,14 @@ precedence, inventory and status through saltext.pkgstate.store."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
 import psycopg2
 import pytest
 from saltext.pkgstate.model import PkgStateError, parse_entry
 from saltext.pkgstate.render import packages_of
+from saltext.pkgstate.runners import pkgstate as runner
 from saltext.pkgstate.store import PackageStateStore
 
 pytestmark = pytest.mark.integration
@@ -327,3 +331,39 @@ def test_render_of_a_stored_revision(store) -> None:
     assert packages_of(rev.entries) == {
         "nginx": {"policy": "installed", "op": ">=", "version": "1.20"}
     }
+
+
+@pytest.mark.parametrize("name", ["raced", "minion:raced-minion"])
+def test_twenty_concurrent_first_saves_become_twenty_revisions(
+    database, fleet, name, monkeypatch
+) -> None:
+    """`pkgstate.set` of a state that does not exist yet, 20 times at once:
+    every save ends as a revision of its own, numbered 1 to 20 by the
+    database's row lock; none fails (none says "already exists")."""
+    count = 20
+    monkeypatch.setattr(
+        runner, "__opts__", {"pkgstate": {"dsn": database.dsn}}, raising=False
+    )
+    monkeypatch.setattr(runner, "__context__", {}, raising=False)
+    start = threading.Barrier(count)
+
+    def save(n: int) -> dict[str, object]:
+        start.wait(timeout=60)
+        return runner.set_(name, f"pkg{n}", comment=f"save {n}")
+
+    with concurrent.futures.ThreadPoolExecutor(count) as pool:
+        saved = list(pool.map(save, range(count)))
+    assert [s.get("error") for s in saved] == [None] * count
+    assert sorted(s["revision"] for s in saved) == list(range(1, count + 1))
+    with PackageStateStore(database.dsn) as store:
+        history = store.history(name)
+    assert sorted(rev.comment for rev in history) == sorted(
+        f"save {n}" for n in range(count)
+    )
+
+
+def test_a_huge_package_name_is_refused_and_nothing_is_stored(store, database) -> None:
+    before = _count(database, "pkgstate_revision")
+    with pytest.raises(PkgStateError, match="100000 characters"):
+        store.save_revision("minion:huge", ["x" * 100_000])
+    assert _count(database, "pkgstate_revision") == before

@@ -1,5 +1,7 @@
 """salt-api as a part of the stack: it starts, authenticates the load user,
-and the token it returns runs jobs; a taken port is refused before start; a
+and the token it returns runs the jobs the load user is granted and nothing
+else (no cmd.run, no salt.cmd, no wheel, no runner it is not granted);
+beyond loopback it serves TLS only; a taken port is refused before start; a
 master that cannot take a job, or does not answer, is a 503 with Salt's
 message."""
 
@@ -13,12 +15,15 @@ import pytest
 from harness.ports import LOOPBACK, PortInUseError
 from harness.ratelimit import RateLimiting
 from harness.saltapi import (
+    LOAD_PERMISSIONS,
     ApiCredentials,
     ApiError,
     ApiSettings,
     LoginError,
     api_request,
+    is_loopback,
     login,
+    named,
 )
 from harness.stack import Stack, StackSettings, fleet_stack
 from tests.conftest import alive
@@ -51,17 +56,109 @@ def test_token_runs_a_ping_through_the_root_endpoint(stack: Stack) -> None:
     assert returns[0] == {mid: True for mid in stack.fleet.ids}
 
 
-def test_runner_and_async_jobs_are_permitted(stack: Stack) -> None:
-    submitted, jobs = _run(
-        stack,
-        [
-            {"client": "local_async", "tgt": "*", "fun": "test.ping"},
-            {"client": "runner", "fun": "jobs.list_jobs"},
-        ],
+def test_granted_runners_and_async_jobs_are_permitted(stack: Stack) -> None:
+    (submitted,) = _run(
+        stack, [{"client": "local_async", "tgt": "*", "fun": "test.version"}]
     )
     assert isinstance(submitted, dict)
     assert sorted(submitted["minions"]) == sorted(stack.fleet.ids)
-    assert isinstance(jobs, dict)
+    status, job = _run(
+        stack,
+        [
+            {"client": "runner", "fun": "ratelimit.status"},
+            {"client": "runner", "fun": "jobs.list_job", "jid": submitted["jid"]},
+        ],
+    )
+    assert isinstance(status, dict)
+    assert isinstance(job, dict) and job["jid"] == submitted["jid"]
+
+
+def _refused(stack: Stack, low: dict[str, object]) -> ApiError:
+    with pytest.raises(ApiError) as refused:
+        _run(stack, [low])
+    return refused.value
+
+
+@pytest.mark.parametrize(
+    "low",
+    [
+        {"client": "local", "tgt": "*", "fun": "cmd.run", "arg": ["id"]},
+        {"client": "runner", "fun": "salt.cmd", "arg": ["cmd.run", "id"]},
+        {"client": "runner", "fun": "jobs.list_jobs"},
+        {"client": "runner", "fun": "pkgstate.refresh", "tgt": "*"},
+    ],
+    ids=[
+        "local-cmd.run",
+        "runner-salt.cmd",
+        "runner-jobs.list_jobs",
+        "runner-pkgstate",
+    ],
+)
+def test_what_the_load_user_is_not_granted_is_refused(stack: Stack, low) -> None:
+    refused = _refused(stack, low)
+    assert refused.status == 401, refused.body
+    assert "Authentication failure" in refused.body or "Authorization" in (
+        refused.body
+    ), refused.body
+
+
+@pytest.mark.parametrize(
+    "low",
+    [
+        {"client": "wheel", "fun": "config.values"},
+        {"client": "wheel", "fun": "key.delete", "match": "*"},
+        {"client": "wheel_async", "fun": "key.delete", "match": "*"},
+    ],
+    ids=["config.values", "key.delete", "key.delete-async"],
+)
+def test_no_wheel_call_is_taken(stack: Stack, low) -> None:
+    refused = _refused(stack, low)
+    assert refused.status == 400, refused.body
+    assert "disabled" in refused.body or "not enabled" in refused.body, refused.body
+    assert stack.api is not None
+    assert stack.api.credentials.password not in refused.body
+    # the keys are all still there
+    returns = _run(
+        stack, [{"client": "local", "tgt": "*", "fun": "test.ping", "timeout": 30}]
+    )
+    assert returns[0] == {mid: True for mid in stack.fleet.ids}
+
+
+def _outward_address() -> str | None:
+    """An address of this machine other than loopback, if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent for UDP
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if is_loopback(address) else address
+
+
+def test_beyond_loopback_only_tls_with_the_generated_certificate(open_tmp) -> None:
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    settings = StackSettings(
+        root=open_tmp / "stack", real_minion=False, api=ApiSettings(host=address)
+    )
+    with Stack(settings) as stack:
+        assert stack.api is not None
+        credentials = stack.api.credentials
+        assert credentials.url.startswith("https://") and credentials.ca_file
+        assert login(credentials)
+        plain = ApiCredentials(
+            url=credentials.url.replace("https://", "http://"),
+            user=credentials.user,
+            password=credentials.password,
+        )
+        with pytest.raises(LoginError):
+            login(plain)  # no answer in clear text
+        unverified = ApiCredentials(
+            url=credentials.url, user=credentials.user, password=credentials.password
+        )
+        with pytest.raises(LoginError, match="CERTIFICATE_VERIFY_FAILED"):
+            login(unverified)  # the system's roots do not vouch for it
 
 
 def test_a_wrong_secret_gets_no_token(stack: Stack) -> None:
@@ -105,7 +202,8 @@ def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
         MINIONS,
         root=open_tmp / "stack",
         master_opts=limits.master_options(),
-        api=ApiSettings(),
+        # test.sleep holds the limiter's slots; the load user does not call it
+        api=ApiSettings(permissions=(*LOAD_PERMISSIONS, named("test.sleep"))),
     )
     # each job takes MINIONS of the MINIONS + 2 points: the first runs, the
     # second waits at the head of the queue, the third is over max_queue

@@ -264,3 +264,18 @@ def test_compare_versions(a, b, cmp) -> None:
 )
 def test_version_satisfies(installed, op, wanted, ok) -> None:
     assert version_satisfies(installed, op, wanted) is ok
+
+
+def test_a_name_beyond_the_package_managers_limits_is_refused_briefly():
+    from saltext.pkgstate.model import PACKAGE_NAME_MAX
+
+    huge = "a" * 100_000
+    with pytest.raises(PkgStateError) as refused:
+        parse_entry(huge)
+    message = str(refused.value)
+    assert "100000 characters" in message and len(message) < 300
+    with pytest.raises(PkgStateError, match=f"longer than {PACKAGE_NAME_MAX}"):
+        parse_entry("a" * (PACKAGE_NAME_MAX + 1) + ">=1.0")
+    assert parse_entry("a" * PACKAGE_NAME_MAX).name == "a" * PACKAGE_NAME_MAX
+    with pytest.raises(PkgStateError, match=r"version .* is longer than"):
+        parse_entry("nginx>=" + "1" * 129)

@@ -88,6 +88,15 @@ _STATE_NAME_RE: Final = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 #: Prefix of a minion's implicit state name.
 MINION_STATE_PREFIX: Final = "minion:"
 STATE_NAME_MAX: Final = 255
+#: The longest package name accepted. Neither rpm nor dpkg states a limit,
+#: but both keep a file per package named after it (the package file
+#: NAME-VERSION-RELEASE.ARCH.rpm, dpkg's info/NAME:ARCH.list), and file
+#: names end at 255 bytes: a longer name cannot be a package.
+PACKAGE_NAME_MAX: Final = 200
+#: The longest version condition accepted (the same file names hold it).
+VERSION_MAX: Final = 128
+#: The longest entry text: a name, a policy, an operator and a version.
+ENTRY_MAX: Final = PACKAGE_NAME_MAX + VERSION_MAX + 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +151,21 @@ class Revision:
         return {e.name: e for e in self.entries}
 
 
+def _preview(text: str) -> str:
+    """``text`` for a message: quoted, and cut short if it is long."""
+    return (
+        repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
+    )
+
+
 def _check_version(entry_text: str, version: str) -> str:
     version = version.strip()
     if not version:
         raise PkgStateError(f"{entry_text!r}: the version after the operator is empty")
+    if len(version) > VERSION_MAX:
+        raise PkgStateError(
+            f"version {_preview(version)} is longer than {VERSION_MAX} characters"
+        )
     if not _VERSION_RE.fullmatch(version):
         raise PkgStateError(
             f"{entry_text!r}: version {version!r} does not parse: a version "
@@ -164,6 +184,11 @@ def check_package_name(name: str) -> str:
     """``name`` if it is a valid package name, else :class:`PkgStateError`."""
     if not name or not name.strip():
         raise PkgStateError("empty package name")
+    if len(name) > PACKAGE_NAME_MAX:
+        raise PkgStateError(
+            f"package name {_preview(name)} is longer than {PACKAGE_NAME_MAX} "
+            "characters"
+        )
     if not _NAME_RE.fullmatch(name):
         raise PkgStateError(
             f"bad package name {name!r}: a package name starts with a letter, "
@@ -186,6 +211,13 @@ def parse_entry(text: str) -> Entry:
     stripped = text.strip()
     if not stripped:
         raise PkgStateError("empty entry: expected " + _SYNTAX)
+    if len(stripped) > ENTRY_MAX:
+        # before any message quotes it: the refusal must stay readable
+        raise PkgStateError(
+            f"entry {_preview(stripped)} is longer than {ENTRY_MAX} characters: "
+            f"a package name has at most {PACKAGE_NAME_MAX}, a version at most "
+            f"{VERSION_MAX}"
+        )
     match = _ENTRY_RE.fullmatch(stripped)
     if not match:
         raise PkgStateError(f"{text!r} does not parse: expected {_SYNTAX}")

@@ -234,15 +234,28 @@ class PackageStateStore:
     # --- states and revisions ------------------------------------------------
 
     def _state_for_update(
-        self, cur: psycopg2.extensions.cursor, name: str, *, create: bool
+        self,
+        cur: psycopg2.extensions.cursor,
+        name: str,
+        *,
+        create: bool,
+        create_missing: bool = False,
     ) -> tuple[int, int]:
-        """(state id, current revision) of a locked state; minion states on demand."""
+        """(state id, current revision) of a locked state; minion states on
+        demand; ``create`` makes a new named state (it must not exist),
+        ``create_missing`` one that may exist already."""
         check_state_name(name)
-        if name.startswith(MINION_STATE_PREFIX):
+        if name.startswith(MINION_STATE_PREFIX) or create_missing:
+            kind, minion = (
+                ("minion", name[len(MINION_STATE_PREFIX) :])
+                if name.startswith(MINION_STATE_PREFIX)
+                else ("named", None)
+            )
+            # a concurrent first save waits here for the other's commit
             cur.execute(
-                "INSERT INTO pkgstate (name, kind, minion_id) VALUES (%s, 'minion', %s)"
+                "INSERT INTO pkgstate (name, kind, minion_id) VALUES (%s, %s, %s)"
                 " ON CONFLICT (name) DO NOTHING",
-                (name, name[len(MINION_STATE_PREFIX) :]),
+                (name, kind, minion),
             )
         elif create:
             cur.execute(
@@ -342,16 +355,21 @@ class PackageStateStore:
         *,
         author: str | None = None,
         comment: str | None = None,
+        create: bool = False,
     ) -> Revision:
         """Save ``entries`` as the state's new current revision.
 
         The entries replace the whole revision (a package left out becomes
         unmanaged). A minion's own state ``minion:<id>`` is created on first
-        save; a named state must exist.
+        save; a named state must exist, or with ``create`` is created if it
+        does not. Concurrent saves of one state are serialised by a row lock
+        and become consecutive revisions.
         """
         checked = validate_revision(entries)
         with self._tx() as cur:
-            state_id, current = self._state_for_update(cur, name, create=False)
+            state_id, current = self._state_for_update(
+                cur, name, create=False, create_missing=create
+            )
             return self._insert_revision(
                 cur, state_id, current + 1, name, checked, author, comment
             )

@@ -31,6 +31,16 @@ version that does not parse, a package named twice, a missing group, a grain
 match that does not compile) returns ``{"error": ..., "retcode": 1}`` and
 ``salt-run`` exits non-zero; nothing stored changes.
 
+Callers authenticated by eauth (salt-api, ``salt-run --eauth``) act only
+on the minions their ``external_auth`` grants let them target: reading a
+minion's state or inventory needs ``pkg.list_pkgs`` there, saving its own
+state or assigning a state to it needs ``state.apply``, and ``refresh``
+needs the functions it publishes on every targeted minion. Named states and
+assignments to organizations, groups and grain matches reach every minion:
+changing them needs ``state.apply`` on every accepted minion. A refused
+call names the minions and changes nothing. The master's own user, running
+``salt-run`` without eauth, is not limited.
+
 Configuration, in the master config:
 
 .. code-block:: yaml
@@ -49,7 +59,7 @@ import salt.key
 import salt.utils.args
 from salt.exceptions import SaltException, SaltInvocationError
 
-from saltext.pkgstate import master, render
+from saltext.pkgstate import access, master, render
 from saltext.pkgstate.model import (
     PkgStateError,
     entries_from_mapping,
@@ -97,6 +107,41 @@ def _call(action, kwargs):
             return action(store)
     except (PkgStateError, PkgStateStoreError, SaltException) as exc:
         return _error(str(exc))
+
+
+def _caller():
+    """The caller Salt named (``__user__``) and its grants."""
+    return access.caller(__opts__, globals().get("__user__"))
+
+
+def _may(functions, minions, what):
+    """Refuse the call unless the caller may run ``functions`` on
+    ``minions`` (a list, or a function that lists them, called only for a
+    restricted caller)."""
+    who = _caller()
+    if who.restricted:
+        listed = minions() if callable(minions) else minions
+        access.require(__opts__, who, functions, listed, what)
+
+
+def _may_change_state(name, what):
+    """A minion's own state changes that minion; any other state (and the
+    assignments to organizations, groups and grain matches) may reach every
+    minion."""
+    if name.startswith("minion:"):
+        _may([access.APPLY_FUNCTION], [name[len("minion:") :]], what)
+    else:
+        _may([access.APPLY_FUNCTION], _accepted_minions, f"{what} {name!r} on")
+
+
+def _known(minion):
+    """Refuse a minion the master has no accepted key of, as Salt's own
+    commands do for a target that matches nothing."""
+    if minion not in _accepted_minions():
+        raise SaltInvocationError(
+            f"minion {minion!r} is unknown: the master has no accepted key for it "
+            "(salt-key -L lists the keys)"
+        )
 
 
 def _options(kwargs):
@@ -198,18 +243,12 @@ def _minion_list(minions):
     )
 
 
-def _state_exists(store, name):
-    try:
-        store.show(name)
-    except PkgStateError:
-        return False
-    return True
-
-
 def set_(name, *entries, packages=None, comment=None, **kwargs):
     """
     Save the complete list of entries of a package state as its new
-    revision; a named state that does not exist yet is created.
+    revision; a named state that does not exist yet is created. Saves at the
+    same time become consecutive revisions, in the order the database took
+    them.
 
     Packages left out are no longer managed by the state. The minion's own
     state is named ``minion:<id>``.
@@ -241,10 +280,9 @@ def set_(name, *entries, packages=None, comment=None, **kwargs):
     def action(store):
         _refuse_options(kwargs)
         checked = _entries(entries, packages)
-        if name.startswith("minion:") or _state_exists(store, name):
-            rev = store.save_revision(name, checked, comment=comment)
-        else:
-            rev = store.create_state(name, checked, comment=comment)
+        _may_change_state(name, "save a package state for")
+        # one transaction: concurrent first saves become consecutive revisions
+        rev = store.save_revision(name, checked, comment=comment, create=True)
         return _revision(rev)
 
     return _call(action, kwargs)
@@ -269,6 +307,7 @@ def update(name, *entries, packages=None, unmanage=None, comment=None, **kwargs)
         _refuse_options(kwargs)
         checked = _entries(entries, packages)
         dropped = _minion_list(unmanage) or []
+        _may_change_state(name, "change the package state for")
         rev = store.update_packages(name, checked, unmanage=dropped, comment=comment)
         return _revision(rev)
 
@@ -300,6 +339,8 @@ def show(name=None, revision=None, minion=None, **kwargs):
                 raise SaltInvocationError(
                     "revision= applies to a state, not to minion="
                 )
+            _may([access.READ_FUNCTION], [minion], "read the package state of")
+            _known(minion)
             return store.resolve_for_minion(minion, _grains(minion))
         if name is None:
             return {
@@ -376,6 +417,7 @@ def rollback(name, revision, comment=None, **kwargs):
     def action(store):
         _refuse_options(kwargs)
         number = _number(revision, "revision")
+        _may_change_state(name, "roll back the package state for")
         return _revision(store.rollback(name, number, comment=comment))
 
     return _call(action, kwargs)
@@ -399,12 +441,27 @@ def assign(name, org=None, group=None, grain=None, minions=None, **kwargs):
 
     def action(store):
         _refuse_options(kwargs)
+        _may_assign(name, org, group, grain, minions, "assign")
         made = store.assign(
             name, org=org, group=group, grain=grain, minions=_minion_list(minions)
         )
         return {"assigned": [_assignment(a) for a in made]}
 
     return _call(action, kwargs)
+
+
+def _may_assign(name, org, group, grain, minions, verb):
+    """Assigning to a list of minions needs ``state.apply`` on them; to an
+    organization, a group or a grain match, on every minion."""
+    if org is None and group is None and grain is None:
+        listed = _minion_list(minions) or []
+        _may([access.APPLY_FUNCTION], listed, f"{verb} package state {name!r} to")
+    else:
+        _may(
+            [access.APPLY_FUNCTION],
+            _accepted_minions,
+            f"{verb} package state {name!r} by organization, group or grain on",
+        )
 
 
 def unassign(name, org=None, group=None, grain=None, minions=None, **kwargs):
@@ -420,6 +477,7 @@ def unassign(name, org=None, group=None, grain=None, minions=None, **kwargs):
 
     def action(store):
         _refuse_options(kwargs)
+        _may_assign(name, org, group, grain, minions, "unassign")
         count = store.unassign(
             name, org=org, group=group, grain=grain, minions=_minion_list(minions)
         )
@@ -451,6 +509,8 @@ def export(name=None, revision=None, minion=None, **kwargs):
                 raise SaltInvocationError(
                     "revision= applies to a state, not to minion="
                 )
+            _may([access.READ_FUNCTION], [minion], "read the package state of")
+            _known(minion)
             resolved = store.resolve_for_minion(minion, _grains(minion))
             return render.export_resolved(minion, resolved)
         rev = store.show(name, _number(revision, "revision"))
@@ -534,6 +594,8 @@ def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
     def action(store):
         _refuse_options(kwargs)
         target = name or minion_state_name(minion)
+        _may([LIST_FUNCTION], [minion], "import the packages of")
+        _may_change_state(target, "save a package state for")
         answered = _list_pkgs(minion, "list", timeout)
         if minion not in answered:
             raise SaltInvocationError(
@@ -571,6 +633,7 @@ def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
     def action(store):
         _refuse_options(kwargs)
         expected = _targeted(tgt, tgt_type)
+        _may([LIST_FUNCTION, CANDIDATES_FUNCTION], expected, "refresh")
         answered = _list_pkgs(tgt, tgt_type, timeout)
         for minion, pkgs in sorted(answered.items()):
             store.write_inventory(minion, pkgs)
@@ -609,6 +672,7 @@ def inventory(minion, **kwargs):
 
     def action(store):
         _refuse_options(kwargs)
+        _may([access.READ_FUNCTION], [minion], "read the inventory of")
         stored = store.inventory(minion)
         if stored is None:
             raise SaltInvocationError(
@@ -636,8 +700,9 @@ def status(minion=None, **kwargs):
     Status of every managed package of a minion: ``consistent``,
     ``pending`` (saved, not applied yet), ``inconsistent`` (changed outside
     Salt), ``orphan-kept`` (installed and managed, no candidate in the
-    minion's repositories) or ``unknown`` (no inventory). Without a minion:
-    the counts of every accepted minion and their total.
+    minion's repositories) or ``unknown`` (no inventory). A minion the
+    master has no accepted key for is an error. Without a minion: the
+    counts of every accepted minion the caller may read, and their total.
 
     CLI Example:
 
@@ -650,10 +715,17 @@ def status(minion=None, **kwargs):
     def action(store):
         _refuse_options(kwargs)
         if minion is not None:
+            _may([access.READ_FUNCTION], [minion], "read the package status of")
+            _known(minion)
             return store.status(minion, _grains(minion))
         total: collections.Counter[str] = collections.Counter()
         minions = {}
-        for minion_id in _accepted_minions():
+        accepted = _accepted_minions()
+        # a restricted caller counts only the minions it may read
+        hidden = set(
+            access.refused(__opts__, _caller(), [access.READ_FUNCTION], accepted)
+        )
+        for minion_id in (m for m in accepted if m not in hidden):
             counts = store.status(minion_id, _grains(minion_id))["counts"]
             if counts:
                 minions[minion_id] = counts
