@@ -250,7 +250,8 @@ def test_up_api_prints_the_url_and_credentials_that_log_in(open_tmp, cli) -> Non
     up = cli("up", "--root", str(root), "--no-minion", "--api")
     try:
         assert up.returncode == 0, up.stderr
-        line = next(x for x in up.stdout.splitlines() if x.startswith("salt-api: "))
+        # the credentials line, not the progress line "salt-api: starting ..."
+        line = next(x for x in up.stdout.splitlines() if x.startswith("salt-api: http"))
         _, url, _, user, _, password, _, eauth = line.split()
         credentials = ApiCredentials(url=url, user=user, password=password, eauth=eauth)
         assert login(credentials)
