@@ -88,8 +88,10 @@ _EXCEPTION_LINE = re.compile(
 def server_error_cause(text: str, limit: int = 120) -> str:
     """What broke behind a ``500``: the last exception line of the traceback
     salt-api puts in its JSON body's ``return`` (``SaltClientError: ...``),
-    cut to ``limit`` characters; without a traceback, the body's first
-    words (tags of an HTML page dropped); empty for an empty body.
+    cut to ``limit`` characters; without a traceback, the message in
+    ``return`` (every error of a salt-api with patch 0018), or the first
+    words of another body (tags of an HTML page from a proxy or an
+    unpatched salt-api dropped); empty for an empty body.
 
     Locust groups failures by their text, so the cause makes each distinct
     error its own row in the failures CSV instead of one "HTTP 500".
@@ -102,7 +104,7 @@ def server_error_cause(text: str, limit: int = 120) -> str:
         body = body.get("return", "")
     text = body if isinstance(body, str) else json.dumps(body)
     found = _EXCEPTION_LINE.findall(text)
-    # no traceback (an HTML error page, a bare message): its first words
+    # no traceback (a message, an HTML error page): its first words
     words = found[-1] if found else _TAG.sub(" ", text)
     line = " ".join(words.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."

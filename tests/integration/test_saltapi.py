@@ -3,10 +3,12 @@ and the token it returns runs the jobs the load user is granted and nothing
 else (no cmd.run, no salt.cmd, no wheel, no runner it is not granted);
 beyond loopback it serves TLS only; a taken port is refused before start; a
 master that cannot take a job, or does not answer, is a 503 with Salt's
-message."""
+message. Every refusal is JSON with the status and the message (patch 0018),
+not CherryPy's HTML page."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import psutil
@@ -79,6 +81,15 @@ def _refused(stack: Stack, low: dict[str, object]) -> ApiError:
     return refused.value
 
 
+def _error_message(refused: ApiError) -> str:
+    """The message of salt-api's JSON error body, which must carry the same
+    status as the response."""
+    body = json.loads(refused.body)
+    assert body["status"] == refused.status, refused.body
+    assert isinstance(body["return"], str) and body["return"], refused.body
+    return body["return"]
+
+
 @pytest.mark.parametrize(
     "low",
     [
@@ -97,9 +108,8 @@ def _refused(stack: Stack, low: dict[str, object]) -> ApiError:
 def test_what_the_load_user_is_not_granted_is_refused(stack: Stack, low) -> None:
     refused = _refused(stack, low)
     assert refused.status == 401, refused.body
-    assert "Authentication failure" in refused.body or "Authorization" in (
-        refused.body
-    ), refused.body
+    message = _error_message(refused)
+    assert "Authentication failure" in message or "Authorization" in message
 
 
 @pytest.mark.parametrize(
@@ -114,7 +124,8 @@ def test_what_the_load_user_is_not_granted_is_refused(stack: Stack, low) -> None
 def test_no_wheel_call_is_taken(stack: Stack, low) -> None:
     refused = _refused(stack, low)
     assert refused.status == 400, refused.body
-    assert "disabled" in refused.body or "not enabled" in refused.body, refused.body
+    message = _error_message(refused)
+    assert "disabled" in message or "not enabled" in message, refused.body
     assert stack.api is not None
     assert stack.api.credentials.password not in refused.body
     # the keys are all still there
@@ -168,6 +179,24 @@ def test_a_wrong_secret_gets_no_token(stack: Stack) -> None:
     )
     with pytest.raises(LoginError, match="401"):
         login(wrong)
+    with pytest.raises(ApiError) as refused:
+        api_request(stack.api.url, "/login", wrong.login_body(), timeout=60)
+    assert refused.value.status == 401
+    assert _error_message(refused.value) == (
+        "Could not authenticate using provided credentials"
+    )
+    assert wrong.password not in refused.value.body
+
+
+def test_a_token_it_did_not_issue_is_refused_in_json(stack: Stack) -> None:
+    assert stack.api is not None
+    ping = {"client": "local", "tgt": "*", "fun": "test.ping"}
+    with pytest.raises(ApiError) as refused:
+        # hex, as salt-api's tokens are, but never issued
+        api_request(stack.api.url, "/", [ping], timeout=60, token="0" * 40)
+    assert refused.value.status == 401
+    # CherryPy's standard 401 message: salt-api refuses before its handler
+    assert _error_message(refused.value)
 
 
 def test_the_api_is_a_recorded_part_stopped_with_the_stack(open_tmp) -> None:
@@ -214,7 +243,7 @@ def test_an_overloaded_master_answers_503_retry_later(open_tmp) -> None:
             _run(stack, [sleep])
     assert all(isinstance(r[0], dict) and r[0].get("jid") for r in (first, second))
     assert refused.value.status == 503
-    assert "overloaded" in str(refused.value).lower(), refused.value.body
+    assert "overloaded" in _error_message(refused.value).lower(), refused.value.body
 
 
 def test_a_master_that_does_not_answer_is_503_not_500(stack: Stack) -> None:
@@ -240,7 +269,7 @@ def test_a_master_that_does_not_answer_is_503_not_500(stack: Stack) -> None:
         for worker in workers:
             worker.resume()
     assert unanswered.value.status == 503, unanswered.value.body
-    assert "master is not responding" in unanswered.value.body
+    assert "master is not responding" in _error_message(unanswered.value)
     returns = _run(stack, [{**ping, "timeout": 30}])
     assert returns[0] == {mid: True for mid in stack.fleet.ids}
 

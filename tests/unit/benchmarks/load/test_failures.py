@@ -44,6 +44,20 @@ class ReadTimeout(Exception):
             None,
             FailureKind.UNAVAILABLE,
         ),
+        # the JSON bodies salt-api answers its HTTP errors with (patch 0018)
+        (
+            503,
+            '{"status": 503, "return": "Salt master overloaded, retry later"}',
+            None,
+            FailureKind.OVERLOADED,
+        ),
+        (
+            503,
+            '{"status": 503, "return": "Salt request timed out. The master is'
+            ' not responding."}',
+            None,
+            FailureKind.UNAVAILABLE,
+        ),
         (504, "", None, FailureKind.TIMEOUT),
         (0, "", ReadTimeout("read timed out"), FailureKind.TIMEOUT),
         (0, "", ConnectionRefusedError("refused"), FailureKind.CONNECTION),
@@ -93,6 +107,14 @@ def test_a_server_error_names_the_exception_salt_api_reported():
     assert (
         server_error_cause("<html><h2>500 Internal Server Error</h2>\n<p>boom</p>")
         == "500 Internal Server Error boom"
+    )
+    # an HTTP error's JSON body: its message (patch 0018)
+    assert (
+        server_error_cause(
+            '{"status": 500, "return": "Could not serialize the return data'
+            ' from Salt."}'
+        )
+        == "Could not serialize the return data from Salt."
     )
     assert server_error_cause("") == ""
     assert len(server_error_cause("KeyError: " + "x" * 500)) == 120
