@@ -192,10 +192,18 @@ def api_request(
 
 
 def _error_text(body: str) -> str:
-    """The message of a CherryPy error page (HTML even when JSON was asked
-    for), or the start of any other body."""
-    found = re.search(r"<p>([^<]*)</p>", body)
-    text = html.unescape(found.group(1)) if found else body
+    """The message of a salt-api error: the ``return`` of its JSON body
+    (patch 0018), the ``<p>`` of CherryPy's HTML error page (an unpatched
+    salt-api, or a proxy), or else the start of the body."""
+    try:
+        reply = json.loads(body)
+    except ValueError:
+        reply = None
+    if isinstance(reply, dict) and isinstance(reply.get("return"), str):
+        text = reply["return"]
+    else:
+        found = re.search(r"<p>([^<]*)</p>", body)
+        text = html.unescape(found.group(1)) if found else body
     return " ".join(text.split())[:300]
 
 

@@ -81,4 +81,9 @@ def test_the_message_of_cherrypys_error_page():
     assert _error_text(page) == (
         "Salt master overloaded, retry later: the queue is full & more"
     )
-    assert _error_text('{"return": "x"}') == '{"return": "x"}'
+    # patch 0018's JSON body: its message
+    assert _error_text('{"status": 503, "return": "Salt master overloaded"}') == (
+        "Salt master overloaded"
+    )
+    assert _error_text('{"return": ["x"]}') == '{"return": ["x"]}'
+    assert _error_text("plain text") == "plain text"
