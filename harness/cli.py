@@ -1,4 +1,4 @@
-"""``python -m harness``: vendor Salt, bring a stack up or down, run the demo.
+"""``python -m harness``: bring a stack up, look at it, restart a part, take it down.
 
 Every error a user can cause ends in one ``error:`` line (or a short block
 with a log tail) and exit code 2; Ctrl-C or SIGTERM stops what was started and
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ from harness.errors import HarnessError
 from harness.saltcmd import SALT_COMMANDS
 
 if TYPE_CHECKING:
-    # imported lazily at run time: `vendor` must work before Salt is installed
+    # imported lazily at run time: `--help` and usage errors answer before Salt loads
     from harness.postgres import ConnectionInfo
     from harness.stack import Stack, StackSettings, StackState
 
@@ -30,7 +29,6 @@ DEFAULT_ROOT = Path(".saltfleet") / "stack"
 ROOT_ENV = "SALTFLEET_STACK_ROOT"
 #: the command that runs this CLI from the README's set-up, for hints and usage
 HARNESS = "nox -s harness --"
-DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
 
 
 def default_root() -> Path:
@@ -49,7 +47,9 @@ def _add_root(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_stack_options(parser: argparse.ArgumentParser) -> None:
+def add_stack_options(parser: argparse.ArgumentParser) -> None:
+    """The options of what a stack starts (database, ports, workers, minions):
+    ``up``'s and the tour's."""
     parser.add_argument(
         "--dsn",
         help="use this external PostgreSQL (libpq DSN or URI) instead of the "
@@ -139,56 +139,14 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_demo_options(parser: argparse.ArgumentParser) -> None:
-    from harness.demo.options import DEFAULT_REPORT_DIR, DemoOptions
-
-    defaults = DemoOptions()
-    parser.set_defaults(minions=defaults.minions)
-    for action in parser._actions:
-        if action.dest == "minions":  # the stack's option, with the tour's default
-            action.type = argtypes.positive
-            action.help = (
-                f"simulated minions beside the real one (default {defaults.minions}; "
-                "1000 for full scale)"
-            )
-    parser.add_argument(
-        "--storm-jobs",
-        type=argtypes.positive,
-        default=defaults.storm_jobs,
-        help=f"jobs in the rate-limiting storm (default {defaults.storm_jobs})",
-    )
-    parser.add_argument(
-        "--pillar-sample",
-        type=argtypes.positive,
-        default=defaults.pillar_sample,
-        help="simulated minions whose pillar.items is checked against the rows "
-        f"(default {defaults.pillar_sample})",
-    )
-    parser.add_argument(
-        "--report-dir",
-        type=Path,
-        default=DEFAULT_REPORT_DIR,
-        help=f"where report.md and its plots go (default {DEFAULT_REPORT_DIR}); "
-        "replaced on every run",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog=HARNESS, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser(
-        "vendor", help="download, verify and unpack Salt; apply patches/series"
-    )
-    p.add_argument(
-        "--force", action="store_true", help="discard unexported work in salt/src"
-    )
-    sub.add_parser("export-patches", help="write salt/src commits to patches/")
-
     p = sub.add_parser("up", help="start a stack and leave it running")
     _add_root(p)
-    _add_stack_options(p)
+    add_stack_options(p)
     _add_capability_options(p)
     p = sub.add_parser("status", help="show the recorded stack")
     _add_root(p)
@@ -224,13 +182,6 @@ def build_parser() -> argparse.ArgumentParser:
             add_help=False,
         )
     p = sub.add_parser(
-        "demo",
-        help="the product tour: a stack with a fleet, every scenario, a report, stop",
-    )
-    _add_stack_options(p)
-    _add_demo_options(p)
-
-    p = sub.add_parser(
         "sql", help="run one SQL statement on the running stack's PostgreSQL"
     )
     p.add_argument("statement", help='e.g. "SELECT count(*) FROM salt_pillar"')
@@ -260,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
+def stack_settings(args: argparse.Namespace, **extra: object) -> StackSettings:
+    """The :class:`StackSettings` of :func:`add_stack_options`' options, plus ``extra``."""
     from harness.errors import simulator_errors
     from harness.fleet import FleetConfig
     from harness.stack import StackSettings
@@ -279,22 +231,6 @@ def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
     )
 
 
-def cmd_vendor(args: argparse.Namespace) -> int:
-    """``vendor``: unpack the pinned sdist into salt/src and apply the series."""
-    from harness import vendor
-
-    vendor.vendor(force=args.force)
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """``export-patches``: write salt/src's commits to patches/."""
-    from harness import vendor
-
-    vendor.export_patches()
-    return 0
-
-
 def cmd_up(args: argparse.Namespace) -> int:
     """``up``: start a stack in ``--root`` and leave it running."""
     from harness.stack import STACK_PARTS, STATE_FILE, Stack, StackState
@@ -307,7 +243,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 f"a stack is already running in {root}; run `{HARNESS} down` first"
             )
         state.stop()
-    stack = Stack(_settings(args, root=root, **_capabilities(args)), say=_say)
+    stack = Stack(stack_settings(args, root=root, **_capabilities(args)), say=_say)
     reused = any((root / part).exists() for part in STACK_PARTS)
     print(
         f"starting stack in {root}"
@@ -493,26 +429,6 @@ def cmd_restart(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    """``demo``: the product tour (see :mod:`harness.demo`); exit 1 if a
-    scenario failed."""
-    from harness.demo.options import DemoOptions
-    from harness.demo.tour import check_options, run_tour
-
-    options = DemoOptions(
-        minions=args.minions,
-        storm_jobs=args.storm_jobs,
-        pillar_sample=args.pillar_sample,
-        report_dir=args.report_dir,
-    )
-    check_options(options)
-    logs = DEMO_LOGS.resolve()
-    shutil.rmtree(logs, ignore_errors=True)
-    code = run_tour(options, _settings(args, logs_dir=logs))
-    print(f"logs: {logs}")
-    return code
-
-
 def cmd_sql(args: argparse.Namespace) -> int:
     """``sql``: one statement in its own transaction on the stack's database;
     rows are printed tab-separated, an error is one line and exit 2."""
@@ -622,14 +538,11 @@ def _salt_command(command: str, words: list[str]) -> int:
 
 
 COMMANDS = {
-    "vendor": cmd_vendor,
-    "export-patches": cmd_export,
     "up": cmd_up,
     "status": cmd_status,
     "down": cmd_down,
     "restart": cmd_restart,
     "sql": cmd_sql,
-    "demo": cmd_demo,
     "pillar": cmd_pillar,
 }
 

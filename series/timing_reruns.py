@@ -16,13 +16,13 @@ never silent.
 
 Command line (what ``nox -s tests`` runs)::
 
-    python -m harness.timing_reruns [--reruns N] [--slow-callbacks FILE]
+    python -m series.timing_reruns [--reruns N] [--slow-callbacks FILE]
         [PYTEST_OPTION ...] -- PATH ...
 
 Tests that exceed the check on the pristine release itself, on this kind of
 machine, are listed in ``patches/upstream-slow-callbacks`` and run with a
 raised threshold (``--slow-callbacks``; see
-``harness/pytest_plugins/saltfleet_timing.py``): a rerun would not help them.
+``series/pytest_plugins/saltfleet_timing.py``): a rerun would not help them.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" not in args:
         print(
             "error: separate pytest's options from the test paths with --, e.g. "
-            "python -m harness.timing_reruns -- tests/pytests/unit/test_master.py",
+            "python -m series.timing_reruns -- tests/pytests/unit/test_master.py",
             file=sys.stderr,
         )
         return 2

@@ -25,17 +25,36 @@ STACK_ROOT_ENV = "SALTFLEET_STACK_ROOT"
 
 
 def run_cli(
-    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    package: str = "harness",
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m harness ARGS`` from the project root."""
+    """Run ``python -m PACKAGE ARGS`` (the stack's CLI by default) from the
+    project root."""
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", package, *args],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def usage_error(
+    main: Callable[[list[str]], int],
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    """What ``main(argv)`` printed on stderr, after asserting that it refused
+    the arguments as a usage error: exit 2, no traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
 
 
 def wait_for(

@@ -1,4 +1,4 @@
-"""The product tour (``python -m harness demo``, ``nox -s demo``).
+"""The product tour (``python -m tour``, ``nox -s demo``).
 
 One command starts PostgreSQL, a patched salt-master, a real salt-minion and
 a fleet of simulated minions; every registered scenario shows one
@@ -15,17 +15,18 @@ Layout (one job per module)::
     storm.py       a small storm with presence pings, measured on the event bus
     ratelimit.py   the storm with the limiter on / off, a full queue refusing
     interfaces.py  the pkg module-interface conformance matrix
-    pkgstates.py   package states: scopes, highstate, beacon, history, export
+    package_states.py  package states: scopes, highstate, beacon, history, export
     plots.py       matplotlib figures
     report.py      the Markdown report and the terminal summary
-    tour.py        run_tour(): the stack, the scenarios, the report
+    run.py         run_tour(): the stack, the scenarios, the report
+    cli.py         python -m tour: the stack's options and the tour's
 
-``harness.demo.tour`` imports Salt; this package itself does not, so the CLI
+``tour.run`` imports Salt; this package itself does not, so the CLI
 can read :class:`DemoOptions` before Salt is installed.
 """
 
-from harness.demo.options import DEFAULT_REPORT_DIR, DemoOptions
-from harness.demo.registry import Capability, Finding, Registry, ScenarioFailed
+from tour.options import DEFAULT_REPORT_DIR, DemoOptions
+from tour.registry import Capability, Finding, Registry, ScenarioFailed
 
 __all__ = [
     "DEFAULT_REPORT_DIR",

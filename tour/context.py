@@ -7,15 +7,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.demo.options import DemoOptions
-from harness.demo.registry import ScenarioFailed
 from harness.pillar.model import FleetPillars
 from harness.stack import Stack
-
-if TYPE_CHECKING:
-    from harness.demo.storm import StormResult
+from tour.errors import ScenarioFailed
+from tour.options import DemoOptions
+from tour.storm_result import StormResult
 
 
 @dataclass
@@ -27,8 +25,6 @@ class TourContext:
     report_dir: Path
     #: the pillar rows the pillar scenario stored (None before it ran)
     pillars: FleetPillars | None = None
-    #: master options the tour set on top of the stack's, by name
-    master_changes: dict[str, Any] = field(default_factory=dict)
     #: storms run so far, by label ("on", "off")
     storms: dict[str, StormResult] = field(default_factory=dict)
     #: what the package states section saved, for its later scenarios

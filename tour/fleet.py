@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from harness.demo.context import TourContext
-from harness.demo.registry import Finding, Registry, ScenarioFailed
+from tour.context import TourContext
+from tour.registry import Finding, Registry, ScenarioFailed
 
 SECTION = "Fleet"
 PING_TIMEOUT = 120

@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness import vendor
-from harness.demo.context import TourContext
-from harness.demo.registry import Finding, Registry, ScenarioFailed
+from harness.salttree import Layout
+from tour.context import TourContext
+from tour.registry import Finding, Registry, ScenarioFailed
 
 SECTION = "Module interfaces"
 VIRTUAL_MODULE = "pkg"
@@ -57,7 +57,7 @@ print(json.dumps(answers))
 
 def report_tool() -> Path:
     """Salt's developer tool in the vendored tree (not part of the wheel)."""
-    tool = vendor.Layout.of_project().src_dir / "tools" / "interfaces_report.py"
+    tool = Layout.of_project().src_dir / "tools" / "interfaces_report.py"
     if not tool.is_file():
         raise ScenarioFailed(f"{tool} is missing: run `nox -s vendor` first")
     return tool

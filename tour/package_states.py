@@ -15,14 +15,18 @@ from typing import Any
 
 import yaml
 
-from harness.demo.context import TourContext, wait_until
-from harness.demo.registry import PENDING, Finding, Registry, ScenarioFailed
 from harness.pillar.model import Group
 from harness.pillar.store import PillarStore
+from tour.context import TourContext, wait_until
+from tour.registry import Capability, Finding, Registry, ScenarioFailed
 
 SECTION = "package states"
 #: the tour shows this section only when the extension is installed
-CAPABILITY = next(c for c in PENDING if c.name == SECTION)
+CAPABILITY = Capability(
+    SECTION,
+    "saltext.pkgstate",
+    "per-package states in PostgreSQL applied by highstates, the pkgset beacon",
+)
 ORG = "pkgdemo"
 GROUP = Group(ORG, "web")
 BASE_STATE, GROUP_STATE = "pkgdemo-base", "pkgdemo-web"
@@ -79,7 +83,7 @@ def _members(ctx: TourContext) -> list[str]:
 def _plan(ctx: TourContext) -> dict[str, Any]:
     """Package names for the section's states, chosen from what the target
     minion has installed and what its repositories offer."""
-    from evil_minions.packages import offered_fillers
+    from harness.fleet import offered_fillers
 
     members = _members(ctx)
     target = members[0]
@@ -214,7 +218,7 @@ def _expected_after_apply(plan: dict[str, Any]) -> dict[str, str]:
 
 def highstate_then_consistent(ctx: TourContext) -> Finding:
     """test=True changes nothing; the real run does; status turns consistent."""
-    from evil_minions import fire_beacons
+    from harness.fleet import fire_beacons
 
     plan = _plan_of(ctx)
     members, target = plan["members"], plan["target"]
@@ -282,7 +286,7 @@ def highstate_then_consistent(ctx: TourContext) -> Finding:
 
 def change_outside_salt(ctx: TourContext) -> Finding:
     """A package-manager run outside Salt, the beacon, and status inconsistent."""
-    from evil_minions import fire_beacons
+    from harness.fleet import fire_beacons
 
     plan = _plan_of(ctx)
     target = plan["target"]

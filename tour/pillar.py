@@ -7,12 +7,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.demo.context import TourContext, wait_until
-from harness.demo.registry import Finding, Registry, ScenarioFailed
 from harness.pillar.generate import generate
 from harness.pillar.model import SCOPES, FleetPillars, merged_pillar, rows_for
 from harness.pillar.store import store_fleet
 from harness.pillar.variants import FUNCTION_QUERY
+from tour.context import TourContext, wait_until
+from tour.registry import Finding, Registry, ScenarioFailed
 
 SECTION = "Pillars from PostgreSQL"
 PILLAR_TIMEOUT = 120

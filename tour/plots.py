@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.demo.storm import StormResult
+    from tour.storm_result import StormResult
 
 COLOURS = {"off": "tab:red", "on": "tab:blue"}
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.demo.context import TourContext
-from harness.demo.registry import Finding, Registry, ScenarioFailed
+from tour.context import TourContext
+from tour.registry import Finding, Registry, ScenarioFailed
 
 SECTION = "query API"
 FIELDS = "name,os_family,mem_total,cpus"

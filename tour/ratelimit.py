@@ -16,11 +16,6 @@ from typing import Any
 
 import salt.exceptions
 
-from harness.demo import plots
-from harness.demo.context import TourContext, wait_until
-from harness.demo.options import storm_limits
-from harness.demo.registry import Finding, Registry, ScenarioFailed
-from harness.demo.storm import STORM_FUNCTION, StormResult, fleet_target, run_storm
 from harness.master import salt_script
 from harness.ratelimit import (
     OUTCOMES,
@@ -29,6 +24,12 @@ from harness.ratelimit import (
     listener_outcomes,
     outcome_problems,
 )
+from tour import plots
+from tour.context import TourContext, wait_until
+from tour.options import storm_limits
+from tour.registry import Finding, Registry, ScenarioFailed
+from tour.storm import STORM_FUNCTION, fleet_target, run_storm
+from tour.storm_result import StormResult
 
 SECTION = "Rate limiting"
 #: the message and exit code of a refused publication (SaltMasterOverloadedError)

@@ -1,15 +1,15 @@
 """The tour's scenarios: how they are declared, run and judged.
 
-A scenario is a function of a :class:`~harness.demo.context.TourContext` that
+A scenario is a function of a :class:`~tour.context.TourContext` that
 returns a :class:`Finding` (a one-line summary, Markdown for the report,
 plots) or raises :class:`ScenarioFailed` naming what it saw instead. It joins
 the tour through :meth:`Registry.scenario`; the tour runs the registered
 scenarios in order and records a :class:`ScenarioOutcome` for each.
 
-Capabilities still landing (package states, the query API, load through
-salt-api) are :class:`Capability` entries: each names the module that brings
-it. Once that module exists its scenario registers under the capability's
-name; until then the report lists the capability as not in this build.
+A capability that a build may lack (package states come with an extension)
+is a :class:`Capability` entry naming the module that brings it. When that
+module exists its scenario registers under the capability's name; otherwise
+the report lists the capability as not in this build.
 """
 
 from __future__ import annotations
@@ -20,14 +20,24 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
+
+from tour.errors import ScenarioFailed
 
 if TYPE_CHECKING:
-    from harness.demo.context import TourContext
+    # the context holds the stack (Salt); the CLI imports this before Salt
+    from tour.context import TourContext
 
-
-class ScenarioFailed(Exception):
-    """A scenario saw something other than what it shows; the message says what."""
+__all__ = [
+    "Capability",
+    "Finding",
+    "Registry",
+    "Scenario",
+    "ScenarioFailed",
+    "ScenarioOutcome",
+    "Verdict",
+    "run_scenario",
+]
 
 
 class Verdict(enum.Enum):
@@ -95,30 +105,10 @@ class Capability:
             return False
 
 
-#: Capabilities of the series that the tour cannot show yet.
-PENDING: Final = (
-    Capability(
-        "package states",
-        "saltext.pkgstate",
-        "per-package states in PostgreSQL applied by highstates, the pkgset beacon",
-    ),
-    Capability(
-        "query API",
-        "salt.runners.query",
-        "salt-run query.query / query.fields over minions, jobs, packages",
-    ),
-    Capability(
-        "load through salt-api",
-        "harness.saltapi",
-        "a short locust run against salt-api in front of the patched master",
-    ),
-)
-
-
 class Registry:
     """The tour's scenarios, in the order they run."""
 
-    def __init__(self, pending: tuple[Capability, ...] = PENDING) -> None:
+    def __init__(self, pending: tuple[Capability, ...] = ()) -> None:
         self.scenarios: list[Scenario] = []
         self.pending = pending
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from harness.demo.registry import Capability, ScenarioOutcome, Verdict
+from tour.registry import Capability, ScenarioOutcome, Verdict
 
 REPORT_FILE: Final = "report.md"
 TITLE: Final = "saltfleet demo"

@@ -8,38 +8,40 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.demo import (
+from harness.errors import HarnessError
+from harness.fleet import FleetConfig
+from harness.saltapi import ApiSettings
+from harness.stack import Stack, StackSettings
+from tour import (
     fleet,
     interfaces,
+    package_states,
     pillar,
-    pkgstates,
     query,
     ratelimit,
     saltapi,
 )
-from harness.demo.context import TourContext
-from harness.demo.options import DemoOptions, storm_limits
-from harness.demo.registry import (
+from tour.context import TourContext
+from tour.options import DemoOptions, storm_limits
+from tour.registry import (
     Registry,
     ScenarioFailed,
     ScenarioOutcome,
     Verdict,
     run_scenario,
 )
-from harness.demo.report import REPORT_FILE, TourRecord, render_summary, write_report
-from harness.errors import HarnessError
-from harness.fleet import FleetConfig
-from harness.saltapi import ApiSettings
-from harness.stack import Stack, StackSettings
+from tour.report import REPORT_FILE, TourRecord, render_summary, write_report
 
 
 def build_registry() -> Registry:
     """Every scenario of the tour, in the order it runs."""
-    registry = Registry()
+    # package states come with an extension a build may lack: the report
+    # then says so under "Not in this build"
+    registry = Registry(pending=(package_states.CAPABILITY,))
     for section in (fleet, pillar, ratelimit, query, saltapi, interfaces):
         section.register(registry)
-    if pkgstates.CAPABILITY.present():
-        pkgstates.register(registry)
+    if package_states.CAPABILITY.present():
+        package_states.register(registry)
     return registry
 
 
@@ -87,7 +89,7 @@ def tour_settings(options: DemoOptions, settings: StackSettings) -> StackSetting
         fleet=fleet_config,
         ext_pillar=pillar.EXT_PILLAR,
         api=settings.api or ApiSettings(),
-        pkgstates=settings.pkgstates or pkgstates.CAPABILITY.present(),
+        pkgstates=settings.pkgstates or package_states.CAPABILITY.present(),
         master_opts={**settings.master_opts, **limits.master_options()},
     )
 

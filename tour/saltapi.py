@@ -17,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.demo.context import TourContext
-from harness.demo.registry import Finding, Registry, ScenarioFailed
 from harness.saltapi import ApiError, api_request, login
+from tour.context import TourContext
+from tour.registry import Finding, Registry, ScenarioFailed
 
 SECTION = "load through salt-api"
 USERS = 4

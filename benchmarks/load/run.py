@@ -27,7 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -579,8 +578,3 @@ def run(settings: LoadSettings) -> Path:
 def default_command(settings: LoadSettings) -> str:
     """The ``nox -s load`` command line that writes the same report."""
     return f"nox -s load -- --name {shlex.quote(settings.name)}"
-
-
-def quoted(argv: Sequence[str]) -> str:
-    """``argv`` as one shell command line."""
-    return " ".join(shlex.quote(a) for a in argv)

@@ -1,6 +1,6 @@
 """Upstream's asyncio slow-callback check: known slow tests, and which failures were it.
 
-Loaded by :mod:`harness.timing_reruns` as ``-p saltfleet_timing``.
+Loaded by :mod:`series.timing_reruns` as ``-p saltfleet_timing``.
 
 ``--saltfleet-timing-record FILE``: at the end of the session FILE holds a
 JSON object: each failed test's node id, mapped to ``true`` when its failure

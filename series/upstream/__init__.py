@@ -21,9 +21,9 @@ Modules:
     describe    PR.md in upstream's pull request template
     lint        tool pins read from the base, tools run in their own venvs
     testrun     the tests upstream's CI would select, run on the base
-    cli         python -m harness.upstream
+    cli         python -m series.upstream
 """
 
-from harness.upstream.errors import UpstreamError
+from series.upstream.errors import UpstreamError
 
 __all__ = ["UpstreamError"]

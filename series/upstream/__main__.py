@@ -1,7 +1,7 @@
-"""``python -m harness.upstream``: see :mod:`harness.upstream.cli`."""
+"""``python -m series.upstream``: see :mod:`series.upstream.cli`."""
 
 import sys
 
-from harness.upstream.cli import main
+from series.upstream.cli import main
 
 sys.exit(main())

@@ -21,8 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import vendor
-from harness.upstream.errors import UpstreamError
+from series import vendor
+from series.upstream.errors import UpstreamError
 
 _RELEASE = re.compile(r"^3008\.(\d+)$")
 

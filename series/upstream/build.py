@@ -23,11 +23,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.upstream import changelog
-from harness.upstream.base import Base
-from harness.upstream.errors import UpstreamError
-from harness.upstream.patchfile import PatchFile
-from harness.upstream.prmap import PullRequest
+from series.upstream import changelog
+from series.upstream.base import Base
+from series.upstream.errors import UpstreamError
+from series.upstream.patchfile import PatchFile
+from series.upstream.prmap import PullRequest
 
 BASE_TAG = "saltfleet/base"
 START_TAG = "saltfleet/pr-start"

@@ -1,4 +1,4 @@
-"""``python -m harness.upstream`` (``nox -s upstream``): build and check the PRs.
+"""``python -m series.upstream`` (``nox -s upstream``): build and check the PRs.
 
 For each pull request of ``patches/prs.toml`` (or those ``--only``/``--base``
 select): build its commits on its base, write ``<workdir>/<id>/PR.md``, run
@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from email.utils import parseaddr
 from pathlib import Path
 
-from harness import argtypes, vendor
+from harness import argtypes
 from harness.entrypoint import run_harness_cli
-from harness.upstream import base as bases
-from harness.upstream import build, changelog, describe, lint, prmap, testrun
-from harness.upstream.errors import UpstreamError
-from harness.upstream.patchfile import is_placeholder_email, read_patches
+from series import vendor
+from series.upstream import base as bases
+from series.upstream import build, changelog, describe, lint, prmap, testrun
+from series.upstream.errors import UpstreamError
+from series.upstream.patchfile import is_placeholder_email, read_patches
 
 DEFAULT_WORKDIR = Path(".saltfleet") / "upstream"
 PLACEHOLDER_AUTHOR = build.Identity("saltfleet developers", "dev@saltfleet.invalid")

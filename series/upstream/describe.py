@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.upstream import changelog
-from harness.upstream.prmap import PullRequest
+from series.upstream import changelog
+from series.upstream.prmap import PullRequest
 
 CHANGELOG_DOCS = (
     "https://docs.saltproject.io/en/master/topics/development/changelog.html"

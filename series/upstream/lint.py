@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from harness.upstream.errors import UpstreamError
+from series.upstream.errors import UpstreamError
 
 _PIN = re.compile(r"^([A-Za-z0-9_.-]+)==([^\s;#]+)")
 _LOCK_DIR = re.compile(r"^py3\.(\d+)$")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from pathlib import Path
 
-from harness.upstream.errors import UpstreamError
+from series.upstream.errors import UpstreamError
 
 _PATCH_PREFIX = re.compile(r"^\[PATCH[^\]]*\]\s*")
 # Domains reserved for examples and tests (RFC 2606, RFC 6761): an author there

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.upstream.changelog import PLACEHOLDER, TYPES
-from harness.upstream.errors import UpstreamError
-from harness.upstream.patchfile import PatchFile
+from series.upstream.changelog import PLACEHOLDER, TYPES
+from series.upstream.errors import UpstreamError
+from series.upstream.patchfile import PatchFile
 
 BASES = ("3008.x", "master")
 FEATURE_TYPES = ("added", "removed", "deprecated")

@@ -16,7 +16,7 @@ The tests run with the interpreter given (the tests venv, which has upstream's
 test dependencies), against the tree itself: ``PYTHONPATH=<tree>`` and
 upstream's own conftest, not this project's pytest configuration. A test
 that failed only upstream's 50 ms asyncio slow-callback check runs again
-alone (:mod:`harness.timing_reruns`); the summary says so. The tests
+alone (:mod:`series.timing_reruns`); the summary says so. The tests
 ``patches/upstream-slow-callbacks`` lists run with a raised threshold.
 """
 
@@ -28,7 +28,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from harness import timing_reruns, vendor
+from series import timing_reruns, vendor
 
 ALWAYS = (
     "tests/pytests/unit/utils/test_versions.py",

@@ -9,7 +9,7 @@ import pytest
 
 from evil_minions.functions import execute
 from evil_minions.packages import PackageSet, candidate_level, is_orphan
-from evil_minions.pkgstates import apply_package_states, managed_packages
+from evil_minions.pkgstate_apply import apply_package_states, managed_packages
 
 from .fakes import FakeMinion, publication, runtime
 

@@ -10,7 +10,7 @@ import textwrap
 import psutil
 import pytest
 
-from harness import timing_reruns
+from series import timing_reruns
 from tests.conftest import wait_for
 
 # the shape of the failure Salt 3008's tests/pytests/unit/conftest.py raises
@@ -223,7 +223,7 @@ def test_sigterm_stops_pytest_and_leaves_no_temp_dir(tmp_path):
         [
             sys.executable,
             "-m",
-            "harness.timing_reruns",
+            "series.timing_reruns",
             "-p",
             "no:cacheprovider",
             "--",

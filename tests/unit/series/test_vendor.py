@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import vendor
-from harness.vendor import Layout, VendorError
+from harness.salttree import SaltTreeError
+from series import vendor
+from series.vendor import Layout, VendorError
 
 NAME, VERSION = "demo", "1.0"
 
@@ -183,7 +184,7 @@ def test_series_naming_a_missing_patch(layout: Layout) -> None:
 def test_bad_upstream_file(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "UPSTREAM"
     path.write_text(text)
-    with pytest.raises(VendorError, match=message):
+    with pytest.raises(SaltTreeError, match=message):
         vendor.read_upstream(path)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.demo.interfaces import probe_lines, provider_rows
-from harness.demo.registry import ScenarioFailed
+from tour.interfaces import probe_lines, provider_rows
+from tour.registry import ScenarioFailed
 
 NOT_SUPPORTED = (
     "'pkg.list_locks' is not supported on this platform: the 'pkg' interface "

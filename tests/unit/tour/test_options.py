@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.demo.options import DemoOptions, storm_limits
+from tour.options import DemoOptions, storm_limits
 
 
 @pytest.mark.parametrize("minions,seconds", [(10, 1.0), (200, 2.0), (1000, 10.0)])
@@ -34,9 +34,9 @@ def test_limits_pace_by_the_master_and_cap_each_minion() -> None:
 
 
 def test_command_line_reproduces_the_sizes() -> None:
-    from harness.cli import build_parser
+    from tour.cli import build_parser
 
     options = DemoOptions(minions=50, storm_jobs=9, pillar_sample=7)
     words = options.command_line().split(" -- ", 1)[1].split()
-    args = build_parser().parse_args(["demo", *words])
+    args = build_parser().parse_args(words)
     assert (args.minions, args.storm_jobs, args.pillar_sample) == (50, 9, 7)

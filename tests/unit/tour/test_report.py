@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.demo.registry import Capability, Finding, ScenarioOutcome, Verdict
-from harness.demo.report import (
+from tour.registry import Capability, Finding, ScenarioOutcome, Verdict
+from tour.report import (
     TourRecord,
     render_markdown,
     render_summary,

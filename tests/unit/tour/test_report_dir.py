@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.demo.tour import prepare_report_dir
 from harness.errors import HarnessError
+from tour.run import prepare_report_dir
 
 
 def test_new_directory_is_created(tmp_path) -> None:
@@ -41,10 +41,10 @@ def test_a_file_in_the_way_is_refused(tmp_path) -> None:
 def test_too_small_a_storm_is_refused_before_anything_starts(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli import main
+    from tour.cli import main
 
     report_dir = tmp_path / "report"
-    assert main(["demo", "--storm-jobs", "4", "--report-dir", str(report_dir)]) == 2
+    assert main(["--storm-jobs", "4", "--report-dir", str(report_dir)]) == 2
     err = capsys.readouterr().err
     assert "error: --storm-jobs 4 is too few" in err
     assert "Traceback" not in err

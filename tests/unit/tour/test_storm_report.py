@@ -4,8 +4,9 @@ off/on table with the limiter's price."""
 
 from __future__ import annotations
 
-from harness.demo.ratelimit import comparison_table, limiter_cost
-from harness.demo.storm import Ping, StormResult, return_jid, storm_progress
+from tour.ratelimit import comparison_table, limiter_cost
+from tour.storm import return_jid, storm_progress
+from tour.storm_result import Ping, StormResult
 
 
 def _pings(*seconds: float) -> list[Ping]:

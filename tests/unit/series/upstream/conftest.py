@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.upstream.base import Base
-from harness.upstream.patchfile import PatchFile, read_patch
+from series.upstream.base import Base
+from series.upstream.patchfile import PatchFile, read_patch
 
 PLACEHOLDER = ("saltfleet developers", "dev@saltfleet.invalid")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.upstream import base
-from harness.upstream.errors import UpstreamError
+from series.upstream import base
+from series.upstream.errors import UpstreamError
 
 
 def test_a_checkout_is_its_head(upstream_tree):

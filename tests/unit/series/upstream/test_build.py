@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from harness.upstream import build
-from harness.upstream.build import Identity
-from harness.upstream.prmap import parse
+from series.upstream import build
+from series.upstream.build import Identity
+from series.upstream.prmap import parse
 
 from .conftest import git
 from .test_prmap import _map

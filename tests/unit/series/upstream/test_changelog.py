@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.upstream import changelog
+from series.upstream import changelog
 
 
 @pytest.mark.parametrize(

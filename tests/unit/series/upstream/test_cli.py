@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.upstream import cli
-from harness.upstream.errors import UpstreamError
-from harness.upstream.prmap import parse
+from series.upstream import cli
+from series.upstream.errors import UpstreamError
+from series.upstream.prmap import parse
 
 from .test_prmap import _map
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.upstream.describe import Requirements, render
-from harness.upstream.prmap import parse
+from series.upstream.describe import Requirements, render
+from series.upstream.prmap import parse
 
 from .test_prmap import _map
 

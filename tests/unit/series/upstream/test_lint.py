@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.upstream import lint
-from harness.upstream.errors import UpstreamError
+from series.upstream import lint
+from series.upstream.errors import UpstreamError
 
 LOCK = """\
 #

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.upstream.errors import UpstreamError
-from harness.upstream.patchfile import is_placeholder_email, read_patch
+from series.upstream.errors import UpstreamError
+from series.upstream.patchfile import is_placeholder_email, read_patch
 
 
 def test_subject_is_unfolded_and_loses_its_patch_prefix(series):

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from harness.upstream.errors import UpstreamError
-from harness.upstream.prmap import load, parse
+from series.upstream.errors import UpstreamError
+from series.upstream.prmap import load, parse
 from tests.conftest import PROJECT_ROOT
 
 FIX = "Fail closed when a postgres ext_pillar query fails"
@@ -158,7 +158,7 @@ def test_the_command_line_reports_a_bad_map_without_traceback(tmp_path):
         'issue = 1\nwhat = "w"\npatches = ["No such patch"]\n'
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.upstream", "--map", str(bad), "--no-tests"],
+        [sys.executable, "-m", "series.upstream", "--map", str(bad), "--no-tests"],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.upstream import testrun
+from series.upstream import testrun
 
 
 def test_selection_follows_upstreams_conventions(tmp_path):
