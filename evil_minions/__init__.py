@@ -11,6 +11,7 @@ over cores.
 Layout (one job per module)::
 
     errors.py      EvilMinionsError: the base of every error, the tree drawn
+    argtypes.py    argparse value types of every saltfleet CLI
     entrypoint.py  run_cli: exit codes, error lines and SIGTERM of every CLI
     config.py      FleetConfig, TimingModel, LatencySpec: every knob and default
     keys.py        prepare_keys (ensure_keys, seed_master): per-minion RSA keys, cached
@@ -49,6 +50,7 @@ workers do; the harness made the keys ready, so the supervisor skips that):
     proc.terminate(); proc.wait()
 """
 
+from evil_minions import argtypes
 from evil_minions.config import (
     DEFAULT_EXEMPT_FUNCTIONS,
     DEFAULT_PREFIX,
@@ -99,6 +101,7 @@ __all__ = [
     "ReplayStore",
     "TimingModel",
     "apply_package_states",
+    "argtypes",
     "candidate_level",
     "common_names",
     "ensure_keys",

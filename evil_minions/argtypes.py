@@ -1,9 +1,15 @@
-"""argparse value types shared by the harness and benchmark CLIs: a bad
-value is one clear usage error, never a traceback."""
+"""argparse value types of every saltfleet command line: a bad value is one
+clear usage error, never a traceback.
+
+They live with the simulator, the lowest layer, because its own CLI uses
+them; the stack re-exports them as :mod:`harness.argtypes` for the packages
+above it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 # module.function, as Salt names an execution module function
@@ -25,6 +31,22 @@ def _whole_number(value: str, at_least: int, what: str) -> int:
     return number
 
 
+def _number(value: str, unit: str, *, more_than_zero: bool) -> float:
+    """A finite number, 0 or more (or more than 0), of ``unit`` (may be empty)."""
+    of_unit = f" of {unit}" if unit else ""
+    unit = f" {unit}" if unit else ""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number{of_unit}: {value!r}") from None
+    # the comparisons are False for nan, which is refused with the rest
+    if more_than_zero and not 0 < number < math.inf:
+        raise argparse.ArgumentTypeError(f"must be more than 0{unit}: {value}")
+    if not 0 <= number < math.inf:
+        raise argparse.ArgumentTypeError(f"must be 0 or more{unit}: {value}")
+    return number
+
+
 def port(value: str) -> int:
     """A TCP port, 1-65535 (argparse type)."""
     return _whole_number(value, 1, "port number")
@@ -40,17 +62,24 @@ def non_negative(value: str) -> int:
     return _whole_number(value, 0, "whole number")
 
 
+def positive_number(value: str) -> float:
+    """A number more than 0, such as a factor (fractions allowed)."""
+    return _number(value, "", more_than_zero=True)
+
+
 def seconds(value: str) -> float:
     """A duration in seconds, 0 or more (fractions allowed)."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of seconds: {value!r}"
-        ) from None
-    if not number >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
-    return number
+    return _number(value, "seconds", more_than_zero=False)
+
+
+def positive_seconds(value: str) -> float:
+    """A duration in seconds, more than 0 (fractions allowed)."""
+    return _number(value, "seconds", more_than_zero=True)
+
+
+def rate(value: str) -> float:
+    """Events per second, 0 or more (fractions allowed)."""
+    return _number(value, "events per second", more_than_zero=False)
 
 
 def function_names(value: str) -> tuple[str, ...]:

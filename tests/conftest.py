@@ -9,15 +9,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import psutil
 import pytest
 
-T = TypeVar("T")
+from harness.polling import wait_until
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: harness.cli.ROOT_ENV, which the unit tests check against this
@@ -57,18 +55,8 @@ def usage_error(
     return err
 
 
-def wait_for(
-    predicate: Callable[[], T], timeout: float = 30, interval: float = 0.2
-) -> T:
-    """``predicate()`` once it is truthy, polling until ``timeout``; then its
-    last value (falsy), for the caller's assert to show."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
+#: tests poll the stack the way the tour does
+wait_for = wait_until
 
 
 def alive(pids: list[int]) -> list[int]:

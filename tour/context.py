@@ -3,8 +3,6 @@ where plots go, and what earlier scenarios left for later ones."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,16 +48,3 @@ class TourContext:
     def plot_path(self, name: str) -> Path:
         """Where a plot named ``name`` (``ratelimit-ping.png``) is written."""
         return self.report_dir / name
-
-
-def wait_until(
-    predicate: Callable[[], Any], *, timeout: float, interval: float = 0.5
-) -> Any:
-    """``predicate()``'s first true value within ``timeout`` seconds, else its
-    last (false) value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(interval)

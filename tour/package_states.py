@@ -17,7 +17,8 @@ import yaml
 
 from harness.pillar.model import Group
 from harness.pillar.store import PillarStore
-from tour.context import TourContext, wait_until
+from harness.polling import wait_until
+from tour.context import TourContext
 from tour.registry import Capability, Finding, Registry, ScenarioFailed
 
 SECTION = "package states"

@@ -11,7 +11,8 @@ from harness.pillar.generate import generate
 from harness.pillar.model import SCOPES, FleetPillars, merged_pillar, rows_for
 from harness.pillar.store import store_fleet
 from harness.pillar.variants import FUNCTION_QUERY
-from tour.context import TourContext, wait_until
+from harness.polling import wait_until
+from tour.context import TourContext
 from tour.registry import Finding, Registry, ScenarioFailed
 
 SECTION = "Pillars from PostgreSQL"

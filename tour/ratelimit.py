@@ -17,6 +17,7 @@ from typing import Any
 import salt.exceptions
 
 from harness.master import salt_script
+from harness.polling import wait_until
 from harness.ratelimit import (
     OUTCOMES,
     QueueProbe,
@@ -25,7 +26,7 @@ from harness.ratelimit import (
     outcome_problems,
 )
 from tour import plots
-from tour.context import TourContext, wait_until
+from tour.context import TourContext
 from tour.options import storm_limits
 from tour.registry import Finding, Registry, ScenarioFailed
 from tour.storm import STORM_FUNCTION, fleet_target, run_storm

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
-from harness.argtypes import non_negative, positive
+from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
 #: how the report's "Reproduce" line starts
@@ -34,32 +34,6 @@ def _variants(word: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"invalid variants {word!r}: choose from {', '.join(VARIANTS)}"
         ) from None
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of seconds: {value!r}"
-        ) from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value}")
-    return seconds
-
-
-def _rate(value: str) -> float:
-    try:
-        rate = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of events per second: {value!r}"
-        ) from None
-    if not 0 <= rate < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be 0 or more events per second: {value}"
-        )
-    return rate
 
 
 def _report_name(value: str) -> str:
@@ -90,7 +64,7 @@ class StormOptions:
     )
     max_wait: float = _option(
         1800,
-        _seconds,
+        positive_seconds,
         "seconds one variant may take before it is cut short (default: %(default)s)",
     )
     decide_calls: int = _option(
@@ -105,7 +79,7 @@ class StormOptions:
         metavar="{off,on,both}",
     )
     max_master_jobs: int = _option(
-        RateLimiting.max_master_jobs,
+        RateLimiting().max_master_jobs,
         positive,
         "rate_limiting:max_master_jobs of the limiter-on master "
         "(default: Salt's default, %(default)s)",
@@ -119,7 +93,7 @@ class StormOptions:
     )
     consumer_rate: float = _option(
         150.0,
-        _rate,
+        rate,
         "events per second the event consumer (an engine on each master that "
         "stores every event in PostgreSQL, as SUSE Manager does) stores at "
         "most; 0: no consumer (default: %(default)s)",
@@ -143,11 +117,8 @@ class StormOptions:
     def rate_limiting(self) -> RateLimiting:
         """The ``rate_limiting`` of the limiter-on master."""
         return RateLimiting(
-            max_master_jobs=self.max_master_jobs,
-            exempt_pool_workers=self.exempt_pool,
-            slices=bool(self.slice_min_targets),
-            slice_min_targets=self.slice_min_targets or None,
-        )
+            max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
+        ).with_slices(self.slice_min_targets)
 
     def limiter_master_options(self, worker_threads: int) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)."""

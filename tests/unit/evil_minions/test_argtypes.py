@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from harness.argtypes import seconds
+from evil_minions.argtypes import positive_number, rate, seconds
 
 
 @pytest.mark.parametrize(("text", "value"), [("0", 0.0), ("2.5", 2.5), ("30", 30.0)])
@@ -21,3 +21,18 @@ def test_seconds(text, value):
 def test_seconds_refused(text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         seconds(text)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "message"),
+    [
+        (rate, "-5", "must be 0 or more events per second: -5"),
+        (rate, "inf", "must be 0 or more events per second"),
+        (rate, "fast", "not a number of events per second: 'fast'"),
+        (positive_number, "0", "must be more than 0: 0"),
+        (positive_number, "x", "not a number: 'x'"),
+    ],
+)
+def test_numbers_refused(parse, text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        parse(text)
