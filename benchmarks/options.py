@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import field, fields
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 
 class _Options(Protocol):
     """A dataclass of :func:`option` fields (what ``dataclasses.fields`` takes)."""
 
-    __dataclass_fields__: dict[str, Any]
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
 T = TypeVar("T", bound=_Options)
