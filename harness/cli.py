@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness import argtypes
 from harness.entrypoint import run_harness_cli
@@ -22,6 +22,7 @@ from harness.saltcmd import SALT_COMMANDS
 if TYPE_CHECKING:
     # imported lazily at run time: `--help` and usage errors answer before Salt loads
     from harness.postgres import ConnectionInfo
+    from harness.ratelimit import RateLimiting
     from harness.stack import Stack, StackSettings, StackState
 
 #: the stack's root unless --root or $SALTFLEET_STACK_ROOT says otherwise
@@ -280,34 +281,13 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     --master-opts, --api and --pkgstates; rate-limit limits without --rate-limiting are
     refused."""
     from harness.pillar.variants import db_ext_pillar
-    from harness.ratelimit import RateLimiting
     from harness.restart import load_options
     from harness.saltapi import ApiSettings
 
-    limits: dict[str, Any] = {
-        name: value
-        for name in (
-            "max_master_jobs",
-            "max_minion_jobs",
-            "max_queue",
-            "slice_min_targets",
-            "slice_backlog",
-        )
-        if (value := getattr(args, name)) is not None
-    }
-    if args.slices:
-        limits["slices"] = True
-    if limits and not args.rate_limiting:
-        flags = ", ".join("--" + name.replace("_", "-") for name in limits)
-        verb = "needs" if len(limits) == 1 else "need"
-        raise HarnessError(f"{flags} {verb} --rate-limiting")
     options: dict[str, object] = {}
-    if limits.get("slice_backlog") == 0:
-        raise HarnessError("--slice-backlog must be more than 0 seconds")
-    if args.rate_limiting:
-        if "slice_min_targets" in limits or "slice_backlog" in limits:
-            limits["slices"] = True
-        options.update(RateLimiting(**limits).master_options(args.worker_threads))
+    limiter = _rate_limiting(args)
+    if limiter is not None:
+        options.update(limiter.master_options(args.worker_threads))
     if args.master_opts:
         options.update(load_options(args.master_opts))
     extra: dict[str, object] = {"master_opts": options}
@@ -318,6 +298,45 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     if args.pkgstates:
         extra["pkgstates"] = True
     return extra
+
+
+#: ``up``'s flags that set a ``rate_limiting`` setting, by RateLimiting field
+_LIMIT_FLAGS = (
+    "max_master_jobs",
+    "max_minion_jobs",
+    "max_queue",
+    "slice_min_targets",
+    "slice_backlog",
+)
+
+
+def _rate_limiting(args: argparse.Namespace) -> RateLimiting | None:
+    """``up``'s limiter: None without --rate-limiting (its limits alone are
+    refused); Salt's defaults where no flag says otherwise."""
+    from harness.ratelimit import RateLimiting
+
+    given = [name for name in _LIMIT_FLAGS if getattr(args, name) is not None]
+    given += ["slices"] if args.slices else []
+    if given and not args.rate_limiting:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        verb = "needs" if len(given) == 1 else "need"
+        raise HarnessError(f"{flags} {verb} --rate-limiting")
+    if args.slice_backlog == 0:
+        raise HarnessError("--slice-backlog must be more than 0 seconds")
+    if not args.rate_limiting:
+        return None
+    salt = RateLimiting()
+    # the limits are whole numbers >= 1 (argparse), so "or" only fills in None
+    return RateLimiting(
+        max_master_jobs=args.max_master_jobs or salt.max_master_jobs,
+        max_minion_jobs=args.max_minion_jobs or salt.max_minion_jobs,
+        max_queue=args.max_queue or salt.max_queue,
+        slices=args.slices
+        or args.slice_min_targets is not None
+        or args.slice_backlog is not None,
+        slice_min_targets=args.slice_min_targets,
+        slice_backlog=args.slice_backlog,
+    )
 
 
 def _load_example_pillars(stack: Stack) -> list[str]:

@@ -60,3 +60,17 @@ def test_taken_port_is_refused_before_anything_starts(
     assert code == 2
     assert f"ret port {port} on 127.0.0.1 is already in use" in capsys.readouterr().err
     assert not (tmp_path / "stack" / "postgres").exists()
+
+
+def test_up_rate_limiting_keeps_salts_defaults_but_for_the_flags_given() -> None:
+    from dataclasses import replace
+
+    from harness.cli import _rate_limiting, build_parser
+    from harness.ratelimit import RateLimiting
+
+    words = ["up", "--rate-limiting", "--max-queue", "5", "--slice-min-targets", "20"]
+    limiter = _rate_limiting(build_parser().parse_args(words))
+    assert limiter == replace(
+        RateLimiting(), max_queue=5, slices=True, slice_min_targets=20
+    )
+    assert _rate_limiting(build_parser().parse_args(["up"])) is None
