@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -29,8 +29,7 @@ SIMULATOR_TESTS = (
 _ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*`([a-z_]+)`\s*\|")
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     """One import that breaks the layers: where, what, and which rule."""
 
     path: str
