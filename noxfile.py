@@ -5,7 +5,7 @@ nox -s tests            patches' own tests, upstream's tests of touched
                         areas, and the project's tests (what .ci/run runs)
 nox -s vendor           salt/src = pinned sdist + patches/series
 nox -s export-patches   salt/src commits -> patches/
-nox -s harness -- up    the harness CLI (up / status / down / demo / pillar)
+nox -s harness -- up    the stack's CLI (up / status / down / restart / sql / pillar / salt)
 nox -s bench -- NAME    a benchmark (minions, pillar, storm, interfaces); report in benchmarks/results/
 nox -s load -- ...      locust through salt-api, limiter off vs on; --workers N, --master-host HOST
 nox -s interfaces-report   the pkg interface conformance matrix
@@ -74,7 +74,7 @@ def _load(path: Path) -> types.ModuleType:
 
 
 def _vendor(session: nox.Session) -> None:
-    _run(session, "python", "-m", "harness", "vendor", *_vendor_args(session))
+    _run(session, "python", "-m", "series", "vendor", *_vendor_args(session))
 
 
 def _vendor_args(session: nox.Session) -> list[str]:
@@ -94,11 +94,11 @@ def _install(session: nox.Session, *extras: str) -> None:
     _vendor(session)
     # once visibly (the first build takes a minute and says how far it is),
     # then silently for the path, which the first call built
-    _run(session, "python", "-c", "from harness import vendor; vendor.build_wheel()")
+    _run(session, "python", "-c", "from series import vendor; vendor.build_wheel()")
     wheel = session.run(
         "python",
         "-c",
-        "from harness import vendor; print(vendor.build_wheel())",
+        "from series import vendor; print(vendor.build_wheel())",
         silent=True,
     )
     wheel_path = str(wheel).strip().splitlines()[-1]
@@ -146,13 +146,13 @@ def _digest(path: Path) -> str:
 @nox.session(python=False)
 def vendor(session: nox.Session) -> None:
     """Download and verify the pinned sdist, unpack it, apply patches/series."""
-    _run(session, "python", "-m", "harness", "vendor", *session.posargs)
+    _run(session, "python", "-m", "series", "vendor", *session.posargs)
 
 
 @nox.session(name="export-patches", python=False)
 def export_patches(session: nox.Session) -> None:
     """Turn the commits in salt/src after the upstream tag into patches/."""
-    _run(session, "python", "-m", "harness", "export-patches")
+    _run(session, "python", "-m", "series", "export-patches")
 
 
 @nox.session(python=PYTHON)
@@ -163,7 +163,7 @@ def tests(session: nox.Session) -> None:
     upstream_paths = session.run(
         "python",
         "-c",
-        "from harness import vendor; print(' '.join(vendor.touched_test_paths()))",
+        "from series import vendor; print(' '.join(vendor.touched_test_paths()))",
         silent=True,
     )
     paths = str(upstream_paths).split()
@@ -181,12 +181,12 @@ def tests(session: nox.Session) -> None:
             # CI machine still can, so a test that failed only that check
             # runs again alone, up to twice; the tests that exceed it on the
             # pristine release here are listed, and run with a raised
-            # threshold (harness/timing_reruns.py).
+            # threshold (series/timing_reruns.py).
             _run(
                 session,
                 "python",
                 "-m",
-                "harness.timing_reruns",
+                "series.timing_reruns",
                 "--slow-callbacks",
                 str(ROOT / "patches" / "upstream-slow-callbacks"),
                 *SALT_PYTEST,
@@ -238,7 +238,7 @@ def _removing_new_temp(prefixes: tuple[str, ...]) -> Iterator[None]:
 def demo(session: nox.Session) -> None:
     """The product tour: stack with a fleet, every scenario, a report with plots, stop."""
     _install(session, "bench")  # matplotlib, for the report's plots
-    _run(session, "python", "-m", "harness", "demo", *session.posargs)
+    _run(session, "python", "-m", "tour", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -285,6 +285,8 @@ def lint(session: nox.Session) -> None:
         "harness",
         "evil_minions",
         "benchmarks",
+        "tour",
+        "series",
         "tests",
         "noxfile.py",
         "saltext-pkgstate",
@@ -297,7 +299,7 @@ def lint(session: nox.Session) -> None:
     touched = session.run(
         "python",
         "-c",
-        "from harness import vendor; print(' '.join(vendor.touched_files()))",
+        "from series import vendor; print(' '.join(vendor.touched_files()))",
         silent=True,
     )
     files = [f for f in str(touched).split() if f.endswith(".py")]
@@ -311,4 +313,4 @@ def upstream(session: nox.Session) -> None:
     """The PRs of patches/prs.toml, built on their bases and checked: nox -s upstream -- --help."""
     # the test extra: upstream's test dependencies, for the PRs' tests on their base
     _install(session, "test")
-    _run(session, "python", "-m", "harness.upstream", *session.posargs)
+    _run(session, "python", "-m", "series.upstream", *session.posargs)

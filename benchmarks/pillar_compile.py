@@ -40,7 +40,7 @@ from harness.pillar.generate import generate
 from harness.pillar.model import FleetPillars, merged_pillar
 from harness.pillar.store import fleet_database
 from harness.postgres import ConnectionInfo
-from harness.vendor import Layout, read_upstream
+from harness.salttree import Layout, read_upstream
 
 NAME = "pillar-compile"
 GOALS = {"db": 0.07, "files": 0.5}  # series with reuse on / pristine, at most

@@ -11,6 +11,7 @@ over cores.
 Layout (one job per module)::
 
     errors.py      EvilMinionsError: the base of every error, the tree drawn
+    argtypes.py    argparse value types of every saltfleet CLI
     entrypoint.py  run_cli: exit codes, error lines and SIGTERM of every CLI
     config.py      FleetConfig, TimingModel, LatencySpec: every knob and default
     keys.py        prepare_keys (ensure_keys, seed_master): per-minion RSA keys, cached
@@ -49,8 +50,10 @@ workers do; the harness made the keys ready, so the supervisor skips that):
     proc.terminate(); proc.wait()
 """
 
+from evil_minions import argtypes
 from evil_minions.config import (
     DEFAULT_EXEMPT_FUNCTIONS,
+    DEFAULT_PREFIX,
     ConfigError,
     FleetConfig,
     LatencySpec,
@@ -58,9 +61,21 @@ from evil_minions.config import (
     minion_ids,
 )
 from evil_minions.control import BeaconReport, fire_beacons, set_slowdown
+from evil_minions.entrypoint import EXIT_INTERRUPTED, EXIT_USAGE, CliMain, run_cli
 from evil_minions.errors import EvilMinionsError
-from evil_minions.grains import synthetic_grains
+from evil_minions.grains import os_profile_for, synthetic_grains
 from evil_minions.keys import ensure_keys, prepare_keys, seed_master
+from evil_minions.packages import (
+    STYLES,
+    PackageSet,
+    candidate_level,
+    common_names,
+    filler_name,
+    is_orphan,
+    offered_fillers,
+    package_version,
+)
+from evil_minions.pkgstate_apply import apply_package_states
 from evil_minions.replay import (
     ReplayCall,
     ReplayStore,
@@ -71,23 +86,39 @@ from evil_minions.status import format_progress, format_summary, read_status, wa
 
 __all__ = [
     "DEFAULT_EXEMPT_FUNCTIONS",
+    "DEFAULT_PREFIX",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "STYLES",
     "BeaconReport",
+    "CliMain",
     "ConfigError",
     "EvilMinionsError",
     "FleetConfig",
     "LatencySpec",
+    "PackageSet",
     "ReplayCall",
     "ReplayStore",
     "TimingModel",
+    "apply_package_states",
+    "argtypes",
+    "candidate_level",
+    "common_names",
     "ensure_keys",
+    "filler_name",
     "fire_beacons",
     "format_progress",
     "format_summary",
+    "is_orphan",
     "minion_ids",
+    "offered_fillers",
+    "os_profile_for",
+    "package_version",
     "prepare_keys",
     "read_status",
     "record_from_client",
     "record_from_returns",
+    "run_cli",
     "seed_master",
     "set_slowdown",
     "synthetic_grains",

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
+from evil_minions import argtypes
 from evil_minions.config import (
     ConfigError,
     FleetConfig,
@@ -55,43 +56,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{PROG}: error: {message}\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value:g} must be >= 0")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = _non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return value
-
-
 def _latency(text: str) -> LatencySpec:
     try:
         return LatencySpec.parse(text)
@@ -99,17 +63,10 @@ def _latency(text: str) -> LatencySpec:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _port(text: str) -> int:
-    value = _positive_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a TCP port (1-65535)")
-    return value
-
-
 def _add_identity_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--count",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"number of minions (default: {_DEFAULTS.count})",
     )
@@ -120,13 +77,13 @@ def _add_identity_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--start-index",
-        type=_non_negative_int,
+        type=argtypes.non_negative,
         default=SUPPRESS,
         help=f"number of the first minion (default: {_DEFAULTS.start_index})",
     )
     parser.add_argument(
         "--id-width",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"zero padding of the number (default: {_DEFAULTS.id_width})",
     )
@@ -137,7 +94,7 @@ def _add_identity_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--keysize",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"RSA key size (default: {_DEFAULTS.keysize})",
     )
@@ -173,7 +130,7 @@ def _build_run_parser(sub: Any) -> None:
     )
     run.add_argument(
         "--publish-port",
-        type=_port,
+        type=argtypes.port,
         default=SUPPRESS,
         help=f"master publish port (default: {_DEFAULTS.publish_port})",
     )
@@ -185,7 +142,7 @@ def _build_run_parser(sub: Any) -> None:
     )
     run.add_argument(
         "--processes",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"worker processes to spread minions over (default: {_DEFAULTS.processes})",
     )
@@ -197,13 +154,13 @@ def _build_run_parser(sub: Any) -> None:
     )
     run.add_argument(
         "--ramp-rate",
-        type=_non_negative_float,
+        type=argtypes.rate,
         default=SUPPRESS,
         help=f"minions started per second, 0 = no limit (default: {_DEFAULTS.ramp_rate:g})",
     )
     run.add_argument(
         "--auth-concurrency",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"sign-ins in flight per process (default: {_DEFAULTS.auth_concurrency})",
     )
@@ -212,13 +169,13 @@ def _build_run_parser(sub: Any) -> None:
     control = run.add_argument_group("run control")
     control.add_argument(
         "--duration",
-        type=_non_negative_float,
+        type=argtypes.seconds,
         default=0.0,
         help="stop after SECONDS, 0 = run until signalled (default: 0)",
     )
     control.add_argument(
         "--status-interval",
-        type=_positive_float,
+        type=argtypes.positive_seconds,
         default=SUPPRESS,
         help="seconds between status file updates "
         f"(default: {_DEFAULTS.status_interval:g})",
@@ -255,13 +212,13 @@ def _add_timing_args(timing: Any) -> None:
     )
     timing.add_argument(
         "--slowdown",
-        type=_positive_float,
+        type=argtypes.positive_number,
         default=SUPPRESS,
         help=f"multiply all latencies (default: {defaults.slowdown:g})",
     )
     timing.add_argument(
         "--max-concurrent-jobs",
-        type=_non_negative_int,
+        type=argtypes.non_negative,
         default=SUPPRESS,
         help="jobs a minion runs at once, more wait; 0 = unlimited "
         f"(default: {defaults.max_concurrent_jobs})",
@@ -304,26 +261,26 @@ def _add_behaviour_args(behaviour: Any) -> None:
     )
     behaviour.add_argument(
         "--state-count",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"states in a simulated state run (default: {_DEFAULTS.state_count})",
     )
     behaviour.add_argument(
         "--package-count",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"packages per minion (default: {_DEFAULTS.package_count})",
     )
     behaviour.add_argument(
         "--request-timeout",
-        type=_positive_float,
+        type=argtypes.positive_seconds,
         default=SUPPRESS,
         help="seconds per sign-in, event or pillar request to the master "
         f"(default: {_DEFAULTS.request_timeout:g}; returns: --return-retry-*)",
     )
     behaviour.add_argument(
         "--request-tries",
-        type=_positive_int,
+        type=argtypes.positive,
         default=SUPPRESS,
         help=f"tries per request (default: {_DEFAULTS.request_tries})",
     )
@@ -334,7 +291,7 @@ def _add_behaviour_args(behaviour: Any) -> None:
     ):
         behaviour.add_argument(
             "--" + option.replace("_", "-"),
-            type=_positive_int,
+            type=argtypes.positive,
             default=SUPPRESS,
             help=f"{what}: Salt's minion option {option} (default: Salt's)",
         )
@@ -378,7 +335,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     beacon.add_argument(
         "--packages",
-        type=_positive_int,
+        type=argtypes.positive,
         default=3,
         help="packages to change per minion (default: 3)",
     )
@@ -397,7 +354,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "slowdown", help="change the slowdown factor of a running fleet"
     )
     slowdown.add_argument("--run-dir", required=True)
-    slowdown.add_argument("factor", type=_positive_float)
+    slowdown.add_argument("factor", type=argtypes.positive_number)
 
     record = sub.add_parser(
         "record", help="record a real minion's returns into a replay file"
@@ -409,7 +366,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--minion", required=True, help="id of the real minion")
     record.add_argument("--out", required=True, help="replay file to write")
-    record.add_argument("--timeout", type=_positive_int, default=60)
+    record.add_argument("--timeout", type=argtypes.positive, default=60)
     record.add_argument(
         "calls",
         nargs="+",
@@ -419,7 +376,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker")  # internal: started by the supervisor
     worker.add_argument("--run-dir", required=True)
-    worker.add_argument("--index", type=_non_negative_int, required=True)
+    worker.add_argument("--index", type=argtypes.non_negative, required=True)
     return parser
 
 

@@ -28,8 +28,8 @@ from evil_minions.config import TimingModel
 from evil_minions.grains import SALT_VERSION
 from evil_minions.jobs import JobTracker
 from evil_minions.packages import PackageSet, compare_versions
-from evil_minions.pkgstates import SLS as PKGSTATE_SLS
-from evil_minions.pkgstates import apply_package_states, managed_packages
+from evil_minions.pkgstate_apply import SLS as PKGSTATE_SLS
+from evil_minions.pkgstate_apply import apply_package_states, managed_packages
 from evil_minions.replay import ReplayStore, split_publication_args
 from evil_minions.states import split_mods, synthetic_state_run
 

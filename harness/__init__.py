@@ -1,6 +1,7 @@
-"""Start and stop a saltfleet stack: PostgreSQL, a salt-master from the patched
-tree, a real salt-minion and simulated minions; run scenarios against it.
+"""The stack: start and stop PostgreSQL, a salt-master from the patched tree,
+a real salt-minion and simulated minions; look at and change what runs.
 
-Importing this package does not import Salt: ``vendor`` runs before any Salt is
-installed. The stack lives in :mod:`harness.stack`.
+Importing this package does not import Salt (``--help`` answers before Salt is
+installed). The stack lives in :mod:`harness.stack`; its command line is
+:mod:`harness.cli` (``python -m harness``).
 """

@@ -1,65 +1,30 @@
-"""argparse value types shared by the harness and benchmark CLIs: a bad
-value is one clear usage error, never a traceback."""
+"""argparse value types for the command lines above the stack.
+
+They are :mod:`evil_minions.argtypes` (the simulator's CLI uses them too, and
+it is the lowest layer); this module hands them on, so that nothing above the
+stack imports the simulator.
+"""
 
 from __future__ import annotations
 
-import argparse
-import re
+from evil_minions import argtypes
 
-# module.function, as Salt names an execution module function
-_FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
+__all__ = [
+    "function_names",
+    "non_negative",
+    "port",
+    "positive",
+    "positive_number",
+    "positive_seconds",
+    "rate",
+    "seconds",
+]
 
-
-def _whole_number(value: str, at_least: int, what: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a {what}: {value!r}") from None
-    if number < at_least:
-        problem = (
-            "must not be negative" if at_least == 0 else f"must be at least {at_least}"
-        )
-        raise argparse.ArgumentTypeError(f"{problem}: {number}")
-    if what == "port number" and number > 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 1-65535: {number}")
-    return number
-
-
-def port(value: str) -> int:
-    """A TCP port, 1-65535 (argparse type)."""
-    return _whole_number(value, 1, "port number")
-
-
-def positive(value: str) -> int:
-    """A whole number >= 1 (argparse type)."""
-    return _whole_number(value, 1, "whole number")
-
-
-def non_negative(value: str) -> int:
-    """A whole number >= 0 (argparse type)."""
-    return _whole_number(value, 0, "whole number")
-
-
-def seconds(value: str) -> float:
-    """A duration in seconds, 0 or more (fractions allowed)."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of seconds: {value!r}"
-        ) from None
-    if not number >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be 0 or more: {value}")
-    return number
-
-
-def function_names(value: str) -> tuple[str, ...]:
-    """Salt functions, comma-separated: ``test.ping,pillar.get`` (argparse type)."""
-    names = tuple(name.strip() for name in value.split(","))
-    bad = [name for name in names if not _FUNCTION.match(name)]
-    if bad:
-        raise argparse.ArgumentTypeError(
-            f"not a Salt function name (module.function): {bad[0]!r}; "
-            "give them comma-separated, e.g. test.ping,pillar.get"
-        )
-    return names
+function_names = argtypes.function_names
+non_negative = argtypes.non_negative
+port = argtypes.port
+positive = argtypes.positive
+positive_number = argtypes.positive_number
+positive_seconds = argtypes.positive_seconds
+rate = argtypes.rate
+seconds = argtypes.seconds

@@ -1,4 +1,4 @@
-"""``python -m harness``: vendor Salt, bring a stack up or down, run the demo.
+"""``python -m harness``: bring a stack up, look at it, restart a part, take it down.
 
 Every error a user can cause ends in one ``error:`` line (or a short block
 with a log tail) and exit code 2; Ctrl-C or SIGTERM stops what was started and
@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness import argtypes
 from harness.entrypoint import run_harness_cli
@@ -21,8 +20,9 @@ from harness.errors import HarnessError
 from harness.saltcmd import SALT_COMMANDS
 
 if TYPE_CHECKING:
-    # imported lazily at run time: `vendor` must work before Salt is installed
+    # imported lazily at run time: `--help` and usage errors answer before Salt loads
     from harness.postgres import ConnectionInfo
+    from harness.ratelimit import RateLimiting
     from harness.stack import Stack, StackSettings, StackState
 
 #: the stack's root unless --root or $SALTFLEET_STACK_ROOT says otherwise
@@ -30,7 +30,6 @@ DEFAULT_ROOT = Path(".saltfleet") / "stack"
 ROOT_ENV = "SALTFLEET_STACK_ROOT"
 #: the command that runs this CLI from the README's set-up, for hints and usage
 HARNESS = "nox -s harness --"
-DEMO_LOGS = Path(".saltfleet") / "logs" / "demo"
 
 
 def default_root() -> Path:
@@ -49,7 +48,9 @@ def _add_root(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_stack_options(parser: argparse.ArgumentParser) -> None:
+def add_stack_options(parser: argparse.ArgumentParser) -> None:
+    """The options of what a stack starts (database, ports, workers, minions):
+    ``up``'s and the tour's."""
     parser.add_argument(
         "--dsn",
         help="use this external PostgreSQL (libpq DSN or URI) instead of the "
@@ -139,56 +140,14 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_demo_options(parser: argparse.ArgumentParser) -> None:
-    from harness.demo.options import DEFAULT_REPORT_DIR, DemoOptions
-
-    defaults = DemoOptions()
-    parser.set_defaults(minions=defaults.minions)
-    for action in parser._actions:
-        if action.dest == "minions":  # the stack's option, with the tour's default
-            action.type = argtypes.positive
-            action.help = (
-                f"simulated minions beside the real one (default {defaults.minions}; "
-                "1000 for full scale)"
-            )
-    parser.add_argument(
-        "--storm-jobs",
-        type=argtypes.positive,
-        default=defaults.storm_jobs,
-        help=f"jobs in the rate-limiting storm (default {defaults.storm_jobs})",
-    )
-    parser.add_argument(
-        "--pillar-sample",
-        type=argtypes.positive,
-        default=defaults.pillar_sample,
-        help="simulated minions whose pillar.items is checked against the rows "
-        f"(default {defaults.pillar_sample})",
-    )
-    parser.add_argument(
-        "--report-dir",
-        type=Path,
-        default=DEFAULT_REPORT_DIR,
-        help=f"where report.md and its plots go (default {DEFAULT_REPORT_DIR}); "
-        "replaced on every run",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m harness`` and all its sub-commands."""
     parser = argparse.ArgumentParser(prog=HARNESS, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser(
-        "vendor", help="download, verify and unpack Salt; apply patches/series"
-    )
-    p.add_argument(
-        "--force", action="store_true", help="discard unexported work in salt/src"
-    )
-    sub.add_parser("export-patches", help="write salt/src commits to patches/")
-
     p = sub.add_parser("up", help="start a stack and leave it running")
     _add_root(p)
-    _add_stack_options(p)
+    add_stack_options(p)
     _add_capability_options(p)
     p = sub.add_parser("status", help="show the recorded stack")
     _add_root(p)
@@ -224,13 +183,6 @@ def build_parser() -> argparse.ArgumentParser:
             add_help=False,
         )
     p = sub.add_parser(
-        "demo",
-        help="the product tour: a stack with a fleet, every scenario, a report, stop",
-    )
-    _add_stack_options(p)
-    _add_demo_options(p)
-
-    p = sub.add_parser(
         "sql", help="run one SQL statement on the running stack's PostgreSQL"
     )
     p.add_argument("statement", help='e.g. "SELECT count(*) FROM salt_pillar"')
@@ -260,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
+def stack_settings(args: argparse.Namespace, **extra: object) -> StackSettings:
+    """The :class:`StackSettings` of :func:`add_stack_options`' options, plus ``extra``."""
     from harness.errors import simulator_errors
     from harness.fleet import FleetConfig
     from harness.stack import StackSettings
@@ -279,22 +232,6 @@ def _settings(args: argparse.Namespace, **extra: object) -> StackSettings:
     )
 
 
-def cmd_vendor(args: argparse.Namespace) -> int:
-    """``vendor``: unpack the pinned sdist into salt/src and apply the series."""
-    from harness import vendor
-
-    vendor.vendor(force=args.force)
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    """``export-patches``: write salt/src's commits to patches/."""
-    from harness import vendor
-
-    vendor.export_patches()
-    return 0
-
-
 def cmd_up(args: argparse.Namespace) -> int:
     """``up``: start a stack in ``--root`` and leave it running."""
     from harness.stack import STACK_PARTS, STATE_FILE, Stack, StackState
@@ -307,7 +244,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 f"a stack is already running in {root}; run `{HARNESS} down` first"
             )
         state.stop()
-    stack = Stack(_settings(args, root=root, **_capabilities(args)), say=_say)
+    stack = Stack(stack_settings(args, root=root, **_capabilities(args)), say=_say)
     reused = any((root / part).exists() for part in STACK_PARTS)
     print(
         f"starting stack in {root}"
@@ -344,34 +281,13 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     --master-opts, --api and --pkgstates; rate-limit limits without --rate-limiting are
     refused."""
     from harness.pillar.variants import db_ext_pillar
-    from harness.ratelimit import RateLimiting
     from harness.restart import load_options
     from harness.saltapi import ApiSettings
 
-    limits: dict[str, Any] = {
-        name: value
-        for name in (
-            "max_master_jobs",
-            "max_minion_jobs",
-            "max_queue",
-            "slice_min_targets",
-            "slice_backlog",
-        )
-        if (value := getattr(args, name)) is not None
-    }
-    if args.slices:
-        limits["slices"] = True
-    if limits and not args.rate_limiting:
-        flags = ", ".join("--" + name.replace("_", "-") for name in limits)
-        verb = "needs" if len(limits) == 1 else "need"
-        raise HarnessError(f"{flags} {verb} --rate-limiting")
     options: dict[str, object] = {}
-    if limits.get("slice_backlog") == 0:
-        raise HarnessError("--slice-backlog must be more than 0 seconds")
-    if args.rate_limiting:
-        if "slice_min_targets" in limits or "slice_backlog" in limits:
-            limits["slices"] = True
-        options.update(RateLimiting(**limits).master_options(args.worker_threads))
+    limiter = _rate_limiting(args)
+    if limiter is not None:
+        options.update(limiter.master_options(args.worker_threads))
     if args.master_opts:
         options.update(load_options(args.master_opts))
     extra: dict[str, object] = {"master_opts": options}
@@ -382,6 +298,45 @@ def _capabilities(args: argparse.Namespace) -> dict[str, object]:
     if args.pkgstates:
         extra["pkgstates"] = True
     return extra
+
+
+#: ``up``'s flags that set a ``rate_limiting`` setting, by RateLimiting field
+_LIMIT_FLAGS = (
+    "max_master_jobs",
+    "max_minion_jobs",
+    "max_queue",
+    "slice_min_targets",
+    "slice_backlog",
+)
+
+
+def _rate_limiting(args: argparse.Namespace) -> RateLimiting | None:
+    """``up``'s limiter: None without --rate-limiting (its limits alone are
+    refused); Salt's defaults where no flag says otherwise."""
+    from harness.ratelimit import RateLimiting
+
+    given = [name for name in _LIMIT_FLAGS if getattr(args, name) is not None]
+    given += ["slices"] if args.slices else []
+    if given and not args.rate_limiting:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        verb = "needs" if len(given) == 1 else "need"
+        raise HarnessError(f"{flags} {verb} --rate-limiting")
+    if args.slice_backlog == 0:
+        raise HarnessError("--slice-backlog must be more than 0 seconds")
+    if not args.rate_limiting:
+        return None
+    salt = RateLimiting()
+    # the limits are whole numbers >= 1 (argparse), so "or" only fills in None
+    return RateLimiting(
+        max_master_jobs=args.max_master_jobs or salt.max_master_jobs,
+        max_minion_jobs=args.max_minion_jobs or salt.max_minion_jobs,
+        max_queue=args.max_queue or salt.max_queue,
+        slices=args.slices
+        or args.slice_min_targets is not None
+        or args.slice_backlog is not None,
+        slice_min_targets=args.slice_min_targets,
+        slice_backlog=args.slice_backlog,
+    )
 
 
 def _load_example_pillars(stack: Stack) -> list[str]:
@@ -493,26 +448,6 @@ def cmd_restart(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    """``demo``: the product tour (see :mod:`harness.demo`); exit 1 if a
-    scenario failed."""
-    from harness.demo.options import DemoOptions
-    from harness.demo.tour import check_options, run_tour
-
-    options = DemoOptions(
-        minions=args.minions,
-        storm_jobs=args.storm_jobs,
-        pillar_sample=args.pillar_sample,
-        report_dir=args.report_dir,
-    )
-    check_options(options)
-    logs = DEMO_LOGS.resolve()
-    shutil.rmtree(logs, ignore_errors=True)
-    code = run_tour(options, _settings(args, logs_dir=logs))
-    print(f"logs: {logs}")
-    return code
-
-
 def cmd_sql(args: argparse.Namespace) -> int:
     """``sql``: one statement in its own transaction on the stack's database;
     rows are printed tab-separated, an error is one line and exit 2."""
@@ -622,14 +557,11 @@ def _salt_command(command: str, words: list[str]) -> int:
 
 
 COMMANDS = {
-    "vendor": cmd_vendor,
-    "export-patches": cmd_export,
     "up": cmd_up,
     "status": cmd_status,
     "down": cmd_down,
     "restart": cmd_restart,
     "sql": cmd_sql,
-    "demo": cmd_demo,
     "pillar": cmd_pillar,
 }
 

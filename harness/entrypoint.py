@@ -1,8 +1,8 @@
 """The entry helper of every saltfleet command line, for the harness and the benchmarks.
 
 :func:`run_cli` lives in the simulator (the lowest layer, see
-:mod:`evil_minions.entrypoint`); the benchmarks must not import the simulator,
-so they take it from here. :func:`run_harness_cli` is ``run_cli`` with the
+:mod:`evil_minions.entrypoint`, exported by ``evil_minions``); nothing above
+the stack imports the simulator, so they take it from here. :func:`run_harness_cli` is ``run_cli`` with the
 harness's errors and wording.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evil_minions.entrypoint import EXIT_INTERRUPTED, EXIT_USAGE, CliMain, run_cli
+from evil_minions import EXIT_INTERRUPTED, EXIT_USAGE, CliMain, run_cli
 from harness.errors import HarnessError
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "run_cli", "run_harness_cli"]

@@ -167,7 +167,7 @@ def render_config(
     if settings.ext_pillar:
         opts["ext_pillar"] = settings.ext_pillar
     if settings.pkgstates:
-        from harness.pkgstates import master_options
+        from harness.pkgstate_master import master_options
 
         opts.update(master_options(opts, settings.postgres))
     opts.update(settings.extra)

@@ -19,7 +19,8 @@ and benchmarks use it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,17 +56,31 @@ SOCKET_NAME = "ratelimit.ipc"
 EXEMPT_POOL = "exempt"
 
 
+def salt_defaults() -> Mapping[str, Any]:
+    """Salt's own ``rate_limiting`` defaults, read from the patched Salt
+    (``salt.config.rate_limiting.DEFAULT_RATE_LIMITING``), never restated."""
+    import salt.config.rate_limiting as config  # the patched Salt
+
+    defaults: Mapping[str, Any] = config.DEFAULT_RATE_LIMITING
+    return defaults
+
+
+def _salt_default(name: str) -> Any:
+    """A field whose default is Salt's default of setting ``name``."""
+    return field(default_factory=lambda: salt_defaults()[name])
+
+
 @dataclass(frozen=True)
 class RateLimiting:
     """The ``rate_limiting`` master option; defaults are Salt's."""
 
-    max_master_jobs: int = 2000
-    max_minion_jobs: int = 10
-    max_queue: int = 10000
-    criteria: str = "capacity"
+    max_master_jobs: int = _salt_default("max_master_jobs")
+    max_minion_jobs: int = _salt_default("max_minion_jobs")
+    max_queue: int = _salt_default("max_queue")
+    criteria: str = _salt_default("criteria")
     exempt: tuple[str, ...] | None = None
-    maintenance_interval: float = 60
-    long_running: float = 600
+    maintenance_interval: float = _salt_default("maintenance_interval")
+    long_running: float = _salt_default("long_running")
     #: MWorkers of a worker pool of their own for the exempt functions'
     #: publications and returns (``worker_pools:<pool>:functions``); 0: none
     exempt_pool_workers: int = 0
@@ -82,6 +97,14 @@ class RateLimiting:
             self.slice_min_targets is not None or self.slice_backlog is not None
         ):
             raise ValueError("slice_min_targets and slice_backlog need slices=True")
+
+    def with_slices(self, min_targets: int) -> RateLimiting:
+        """This limiter publishing big jobs in slices of at least
+        ``min_targets`` minions; 0: every job to all its minions at once
+        (what the benchmarks' ``--slice-min-targets`` means)."""
+        return replace(
+            self, slices=bool(min_targets), slice_min_targets=min_targets or None
+        )
 
     def master_options(self, worker_threads: int = 4) -> dict[str, Any]:
         """``{"rate_limiting": {...}}``, to merge into the master config; with
@@ -123,11 +146,7 @@ class RateLimiting:
         """The functions that bypass the queue, as the master resolves them."""
         import salt.config.rate_limiting as config  # the patched Salt
 
-        listed = (
-            config.DEFAULT_RATE_LIMITING["exempt"]
-            if self.exempt is None
-            else list(self.exempt)
-        )
+        listed = salt_defaults()["exempt"] if self.exempt is None else self.exempt
         return sorted(set(listed) | set(config.ALWAYS_EXEMPT))
 
 

@@ -1,17 +1,16 @@
-"""Three quick checks of a live stack (a ping, a grain, a pillar read through
-the patched postgres ext_pillar) and their report: the stack's own smoke test
-(the demo's tour lives in :mod:`harness.demo`).
+"""Three quick checks of a live stack: the real minion answers a ping, reports
+a grain, and reads a pillar through the patched postgres ext_pillar.
 
-Each scenario is a function of the stack that returns a one-line detail on
-success and raises :class:`ScenarioFailed` otherwise. The list grows with the
-capabilities; the demo runs all of them.
+They are the stack's own smoke test (``tests/integration/test_stack.py``
+runs each on a stack started with :data:`PROBE_EXT_PILLAR`); the product tour,
+with its report, is the :mod:`tour` package. Each check is a function of the
+stack that returns a one-line detail on success and raises
+:class:`ScenarioFailed` otherwise.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from harness.stack import REAL_MINION_ID, Stack
@@ -47,16 +46,6 @@ PROBE_EXT_PILLAR: list[dict[str, Any]] = [
 
 class ScenarioFailed(Exception):
     """A scenario saw something other than what it expects."""
-
-
-@dataclass(frozen=True)
-class ScenarioResult:
-    """The outcome of one scenario: passed or not, how long, what it saw."""
-
-    name: str
-    ok: bool
-    seconds: float
-    detail: str
 
 
 def _one_return(stack: Stack, fun: str, arg: list[Any] | None = None) -> Any:
@@ -104,30 +93,3 @@ SCENARIOS: list[tuple[str, Callable[[Stack], str]]] = [
     ("minion reports grains.item os", minion_reports_os_grain),
     ("master reaches PostgreSQL (pillar)", master_reaches_postgres),
 ]
-
-
-def run_all(stack: Stack) -> list[ScenarioResult]:
-    """Run every scenario in order; a failure does not stop the others."""
-    results = []
-    for name, scenario in SCENARIOS:
-        started = time.monotonic()
-        try:
-            detail, ok = scenario(stack), True
-        except ScenarioFailed as exc:
-            detail, ok = str(exc), False
-        results.append(ScenarioResult(name, ok, time.monotonic() - started, detail))
-    return results
-
-
-def render_report(results: list[ScenarioResult], facts: dict[str, str]) -> str:
-    """The demo report: the stack's facts, one line per scenario, a total."""
-    lines = ["saltfleet demo", ""]
-    width = max(len(k) for k in facts) if facts else 0
-    lines += [f"  {k.ljust(width)}  {v}" for k, v in facts.items()]
-    lines += ["", f"  {'scenario':<38} {'result':<6} {'time':>7}  detail"]
-    for r in results:
-        verdict = "ok" if r.ok else "FAILED"
-        lines.append(f"  {r.name:<38} {verdict:<6} {r.seconds:>6.2f}s  {r.detail}")
-    passed = sum(r.ok for r in results)
-    lines += ["", f"  {passed} of {len(results)} scenarios passed"]
-    return "\n".join(lines)

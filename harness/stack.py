@@ -406,7 +406,7 @@ def fleet_stack(
     written into the master's pillar root (``{"top.sls": ...}``); ``dsn``
     points the master at an existing PostgreSQL instead of an embedded one;
     ``api`` adds salt-api beside the master; ``pkgstates`` serves package
-    states (:mod:`harness.pkgstates`); ``consumer`` adds the event consumer
+    states (:mod:`harness.pkgstate_master`); ``consumer`` adds the event consumer
     engine.
 
     .. code-block:: python

@@ -9,15 +9,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import psutil
 import pytest
 
-T = TypeVar("T")
+from harness.polling import wait_until
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: harness.cli.ROOT_ENV, which the unit tests check against this
@@ -25,11 +23,15 @@ STACK_ROOT_ENV = "SALTFLEET_STACK_ROOT"
 
 
 def run_cli(
-    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    package: str = "harness",
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m harness ARGS`` from the project root."""
+    """Run ``python -m PACKAGE ARGS`` (the stack's CLI by default) from the
+    project root."""
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", package, *args],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
@@ -38,18 +40,23 @@ def run_cli(
     )
 
 
-def wait_for(
-    predicate: Callable[[], T], timeout: float = 30, interval: float = 0.2
-) -> T:
-    """``predicate()`` once it is truthy, polling until ``timeout``; then its
-    last value (falsy), for the caller's assert to show."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return predicate()
+def usage_error(
+    main: Callable[[list[str]], int],
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    """What ``main(argv)`` printed on stderr, after asserting that it refused
+    the arguments as a usage error: exit 2, no traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+#: tests poll the stack the way the tour does
+wait_for = wait_until
 
 
 def alive(pids: list[int]) -> list[int]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from benchmarks.load.shape import LoadProfile
 from harness.argtypes import function_names, non_negative, port, positive, seconds
 from harness.entrypoint import run_harness_cli
+from harness.ratelimit import RateLimiting
 
 
 def regenerate_command(argv: Sequence[str], name: str) -> str:
@@ -67,18 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="both",
         help="rate limiting off, on, or both side by side (default)",
     )
+    salt = RateLimiting()  # Salt's own defaults
     parser.add_argument(
         "--max-master-jobs",
         type=positive,
-        default=2000,
-        help="rate_limiting:max_master_jobs when on (default 2000, Salt's)",
+        default=salt.max_master_jobs,
+        help="rate_limiting:max_master_jobs when on "
+        f"(default {salt.max_master_jobs}, Salt's)",
     )
     parser.add_argument(
         "--max-queue",
         type=positive,
-        default=10000,
-        help="rate_limiting:max_queue when on (default 10000, Salt's); a small "
-        "one shows how the console meets an overloaded master",
+        default=salt.max_queue,
+        help=f"rate_limiting:max_queue when on (default {salt.max_queue}, Salt's); "
+        "a small one shows how the console meets an overloaded master",
     )
     parser.add_argument(
         "--exempt-pool",

@@ -27,7 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -122,10 +121,10 @@ class LoadSettings:
     workers: LocustWorkers = field(default_factory=LocustWorkers)
     #: async-job submissions for the salt-api vs LocalClient comparison; 0: skip
     submissions: int = 200
-    #: rate_limiting:max_master_jobs of the limiter-on master
-    max_master_jobs: int = 2000
+    #: rate_limiting:max_master_jobs of the limiter-on master (Salt's default)
+    max_master_jobs: int = field(default_factory=lambda: RateLimiting().max_master_jobs)
     #: rate_limiting:max_queue of the limiter-on master (Salt's default)
-    max_queue: int = 10000
+    max_queue: int = field(default_factory=lambda: RateLimiting().max_queue)
     #: MWorkers of the limiter-on master's pool for the exempt functions; 0: none
     exempt_pool: int = 1
     #: rate_limiting:exempt of the limiter-on master; None: Salt's list
@@ -407,10 +406,8 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         max_queue=settings.max_queue,
         exempt=settings.exempt,
         exempt_pool_workers=settings.exempt_pool,
-        slices=bool(settings.slice_min_targets),
-        slice_min_targets=settings.slice_min_targets or None,
     )
-    return limits.master_options()
+    return limits.with_slices(settings.slice_min_targets).master_options()
 
 
 def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> Stack:
@@ -579,8 +576,3 @@ def run(settings: LoadSettings) -> Path:
 def default_command(settings: LoadSettings) -> str:
     """The ``nox -s load`` command line that writes the same report."""
     return f"nox -s load -- --name {shlex.quote(settings.name)}"
-
-
-def quoted(argv: Sequence[str]) -> str:
-    """``argv`` as one shell command line."""
-    return " ".join(shlex.quote(a) for a in argv)

@@ -1,10 +1,10 @@
 """The highstate round: ``salt '*' state.apply pkgstate`` on simulated minions through a real master.
 
 The master runs the ``pkgstate`` ext_pillar, master_tops and engine on the
-benchmark's PostgreSQL (:mod:`harness.pkgstates`); every simulated minion
+benchmark's PostgreSQL (:mod:`harness.pkgstate_master`); every simulated minion
 fetches its pillar with a real ``_pillar`` request and applies
 ``pillar['pkgstate']['packages']`` to its package set
-(:mod:`evil_minions.pkgstates`). Two rounds: the first brings every minion to
+(:mod:`evil_minions.pkgstate_apply`). Two rounds: the first brings every minion to
 its state (changes), the second finds nothing to do (no changes).
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evil_minions.config import FleetConfig
+from harness.fleet import FleetConfig
 
 #: the SLS of the shipped package state
 SLS = "pkgstate"

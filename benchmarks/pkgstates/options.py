@@ -8,60 +8,47 @@ else: :func:`add_arguments` registers one flag per field from them and
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
+from benchmarks import options
+from benchmarks.options import option, report_name, reproduce_command
 from harness.argtypes import positive
 
 #: how the report's "Reproduce" line starts
 COMMAND: Final = "nox -s bench -- pkgstates"
 
 
-def report_name(value: str) -> str:
-    """A report name: a plain file name without directory or extension (argparse type)."""
-    if not value or value.startswith(".") or "/" in value or "\\" in value:
-        raise argparse.ArgumentTypeError(
-            f"invalid report name {value!r}: a plain file name without a "
-            "directory and without the extension, such as pkgstates-50"
-        )
-    return value
-
-
-def _option(default: Any, parse: Callable[[str], Any] | None, text: str) -> Any:
-    return field(default=default, metadata={"parse": parse, "help": text})
-
-
 @dataclass(frozen=True)
 class PkgstatesOptions:
     """How one run is sized and where its report goes."""
 
-    minions: int = _option(1000, positive, "simulated minions (default: %(default)s)")
-    packages: int = _option(
+    minions: int = option(1000, positive, "simulated minions (default: %(default)s)")
+    packages: int = option(
         200, positive, "package entries per state (default: %(default)s)"
     )
-    installed: int = _option(
+    installed: int = option(
         250, positive, "installed packages per minion (default: %(default)s)"
     )
-    groups: int = _option(
+    groups: int = option(
         10,
         positive,
         "groups, each with a state; the first holds every minion "
         "(default: %(default)s)",
     )
-    rounds: int = _option(
+    rounds: int = option(
         3, positive, "saves measured per save-to-visible variant (default: %(default)s)"
     )
-    processes: int = _option(
+    processes: int = option(
         2, positive, "processes of the simulated fleet (default: %(default)s)"
     )
-    timeout: int = _option(
+    timeout: int = option(
         900, positive, "seconds a highstate round may take (default: %(default)s)"
     )
-    no_highstate: bool = _option(
+    no_highstate: bool = option(
         False, None, "skip the highstate round on a real master (no stack started)"
     )
-    output_name: str = _option(
+    output_name: str = option(
         "pkgstates",
         report_name,
         "report files in benchmarks/results/: NAME.md, NAME.json, NAME.png "
@@ -86,38 +73,15 @@ class PkgstatesOptions:
             PkgstatesOptions(minions=50).reproduce_command()
             # 'nox -s bench -- pkgstates --minions 50'
         """
-        defaults = PkgstatesOptions()
-        words = [COMMAND]
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            if value == getattr(defaults, spec.name):
-                continue
-            flag = "--" + spec.name.replace("_", "-")
-            words.append(flag if isinstance(value, bool) else f"{flag} {value}")
-        return " ".join(words)
+        return reproduce_command(COMMAND, self)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register one flag per :class:`PkgstatesOptions` field on ``parser``."""
-    for spec in fields(PkgstatesOptions):
-        flag = "--" + spec.name.replace("_", "-")
-        if spec.metadata["parse"] is None:
-            parser.add_argument(flag, action="store_true", help=spec.metadata["help"])
-        else:
-            parser.add_argument(
-                flag,
-                type=spec.metadata["parse"],
-                default=spec.default,
-                help=spec.metadata["help"],
-            )
+    options.add_arguments(parser, PkgstatesOptions)
 
 
 def from_args(args: argparse.Namespace) -> PkgstatesOptions:
     """The options ``args`` (from a parser :func:`add_arguments` set up) describe;
     a bad combination is an ``argparse.ArgumentTypeError``."""
-    try:
-        return PkgstatesOptions(
-            **{spec.name: getattr(args, spec.name) for spec in fields(PkgstatesOptions)}
-        )
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return options.from_args(PkgstatesOptions, args)

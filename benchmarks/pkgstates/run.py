@@ -11,8 +11,8 @@ from benchmarks.pkgstates import measure as in_process
 from benchmarks.pkgstates import scenario as scenarios
 from benchmarks.pkgstates.options import PkgstatesOptions
 from benchmarks.pkgstates.report import write
-from evil_minions.config import DEFAULT_PREFIX, minion_ids
 from harness import migrations
+from harness.fleet import DEFAULT_PREFIX, minion_ids
 from harness.master import in_process_opts
 from harness.pillar.model import FleetPillars, Group, MinionMembership
 from harness.pillar.store import store_fleet

@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from evil_minions.grains import os_profile_for, synthetic_grains
-from evil_minions.packages import (
+from harness.fleet import (
     STYLES,
     candidate_level,
     common_names,
     filler_name,
     is_orphan,
+    os_profile_for,
     package_version,
+    synthetic_grains,
 )
 
 ORG: Final = "acme"

@@ -137,14 +137,6 @@ class VariantResult:
         """The most points one minion held in any sample."""
         return max((s.max_minion_points for s in self.samples), default=0)
 
-    def over_capacity(self) -> bool:
-        """Whether a minion ever had more jobs in flight (running or waiting
-        on it) than the limiter's ``max_minion_jobs`` (Salt's default when
-        this variant had no limiter): the fleet counts the most one minion
-        had, so this is "some minion was over", not how many were."""
-        cap = (self.limiter or RateLimiting()).max_minion_jobs
-        return self.peak_minion_jobs > cap
-
     @property
     def ping_p99(self) -> float:
         """99th-percentile presence ping time, seconds."""

@@ -9,11 +9,12 @@ Every default is a field default of :class:`StormOptions` and nowhere else:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, Final
 
-from harness.argtypes import non_negative, positive
+from benchmarks import options
+from benchmarks.options import option, report_name, reproduce_command
+from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
 #: how the report's "Reproduce" line starts
@@ -36,95 +37,55 @@ def _variants(word: str) -> tuple[str, ...]:
         ) from None
 
 
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of seconds: {value!r}"
-        ) from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {value}")
-    return seconds
-
-
-def _rate(value: str) -> float:
-    try:
-        rate = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number of events per second: {value!r}"
-        ) from None
-    if not 0 <= rate < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be 0 or more events per second: {value}"
-        )
-    return rate
-
-
-def _report_name(value: str) -> str:
-    if not value or value.startswith(".") or "/" in value or "\\" in value:
-        raise argparse.ArgumentTypeError(
-            f"invalid report name {value!r}: a plain file name without a "
-            "directory and without the extension, such as storm-long-400"
-        )
-    return value
-
-
-def _option(default: Any, parse: Callable[[str], Any], text: str, **extra: Any) -> Any:
-    """A field of :class:`StormOptions` with what its flag needs."""
-    return field(default=default, metadata={"parse": parse, "help": text, **extra})
-
-
 @dataclass(frozen=True)
 class StormOptions:
     """How one storm is run and where its report goes."""
 
-    minions: int = _option(1000, positive, "simulated minions (default: %(default)s)")
-    jobs: int = _option(200, positive, "jobs in the storm (default: %(default)s)")
-    processes: int = _option(
+    minions: int = option(1000, positive, "simulated minions (default: %(default)s)")
+    jobs: int = option(200, positive, "jobs in the storm (default: %(default)s)")
+    processes: int = option(
         2, positive, "processes of the simulated fleet (default: %(default)s)"
     )
-    submitters: int = _option(
+    submitters: int = option(
         4, positive, "client threads submitting the storm (default: %(default)s)"
     )
-    max_wait: float = _option(
+    max_wait: float = option(
         1800,
-        _seconds,
+        positive_seconds,
         "seconds one variant may take before it is cut short (default: %(default)s)",
     )
-    decide_calls: int = _option(
+    decide_calls: int = option(
         20000,
         positive,
         "calls per case of the decide() micro-benchmark (default: %(default)s)",
     )
-    variants: tuple[str, ...] = _option(
+    variants: tuple[str, ...] = option(
         VARIANTS["both"],
         _variants,
         "run the limiter off, on, or both side by side (default)",
         metavar="{off,on,both}",
     )
-    max_master_jobs: int = _option(
-        RateLimiting.max_master_jobs,
+    max_master_jobs: int = option(
+        RateLimiting().max_master_jobs,
         positive,
         "rate_limiting:max_master_jobs of the limiter-on master "
         "(default: Salt's default, %(default)s)",
     )
-    exempt_pool: int = _option(
+    exempt_pool: int = option(
         1,
         non_negative,
         "MWorkers of the limiter-on master's worker pool for the exempt "
         "functions (worker_pools:<pool>:functions); 0: no such pool "
         "(default: %(default)s)",
     )
-    consumer_rate: float = _option(
+    consumer_rate: float = option(
         150.0,
-        _rate,
+        rate,
         "events per second the event consumer (an engine on each master that "
         "stores every event in PostgreSQL, as SUSE Manager does) stores at "
         "most; 0: no consumer (default: %(default)s)",
     )
-    slice_min_targets: int = _option(
+    slice_min_targets: int = option(
         100,
         non_negative,
         "the limiter-on master publishes a job in slices of at least this "
@@ -132,9 +93,9 @@ class StormOptions:
         "(rate_limiting:slices:min_targets); 0: no slices, every job to all "
         "its minions at once (default: %(default)s)",
     )
-    output_name: str = _option(
+    output_name: str = option(
         "storm",
-        _report_name,
+        report_name,
         "name of the report files in benchmarks/results/: NAME.md, "
         "NAME-timeline.png, NAME-consumer.png, NAME.json (default: %(default)s)",
         metavar="NAME",
@@ -143,11 +104,8 @@ class StormOptions:
     def rate_limiting(self) -> RateLimiting:
         """The ``rate_limiting`` of the limiter-on master."""
         return RateLimiting(
-            max_master_jobs=self.max_master_jobs,
-            exempt_pool_workers=self.exempt_pool,
-            slices=bool(self.slice_min_targets),
-            slice_min_targets=self.slice_min_targets or None,
-        )
+            max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
+        ).with_slices(self.slice_min_targets)
 
     def limiter_master_options(self, worker_threads: int) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)."""
@@ -162,17 +120,7 @@ class StormOptions:
             StormOptions(jobs=400).reproduce_command()
             # 'nox -s bench -- storm --jobs 400'
         """
-        defaults = StormOptions()
-        words = [COMMAND]
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            if value != getattr(defaults, spec.name):
-                words.append(f"{_flag(spec.name)} {_word(value)}")
-        return " ".join(words)
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
+        return reproduce_command(COMMAND, self, _word)
 
 
 def _word(value: Any) -> str:
@@ -186,24 +134,9 @@ def _word(value: Any) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register one flag per :class:`StormOptions` field on ``parser``."""
-    for spec in fields(StormOptions):
-        extra = {
-            key: value
-            for key, value in spec.metadata.items()
-            if key not in ("parse", "help")
-        }
-        parser.add_argument(
-            _flag(spec.name),
-            type=spec.metadata["parse"],
-            default=spec.default,
-            help=spec.metadata["help"],
-            **extra,
-        )
+    options.add_arguments(parser, StormOptions)
 
 
 def from_args(args: argparse.Namespace) -> StormOptions:
-    """The :class:`StormOptions` that ``args`` (parsed by a parser
-    :func:`add_arguments` set up) describe."""
-    return StormOptions(
-        **{spec.name: getattr(args, spec.name) for spec in fields(StormOptions)}
-    )
+    """The options ``args`` (from a parser :func:`add_arguments` set up) describe."""
+    return options.from_args(StormOptions, args)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.vendor import Layout, read_upstream
+from harness.salttree import Layout, read_upstream
 
 FUNCTION_QUERY = "SELECT pillar FROM salt_pillar_rows(%(minion_id)s)"
 SCOPE_QUERIES = (

@@ -1,4 +1,4 @@
-"""``python -m harness demo`` at tiny scale, as a user runs it: exit 0, the
+"""``python -m tour`` at tiny scale, as a user runs it: exit 0, the
 report's sections and plots, nothing left running."""
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ SECTIONS = [
 def test_tour_at_tiny_scale(tmp_path) -> None:
     report_dir = tmp_path / "report"
     result = run_cli(
-        "demo",
         "--minions",
         "10",
         "--storm-jobs",
@@ -35,6 +34,7 @@ def test_tour_at_tiny_scale(tmp_path) -> None:
         "--report-dir",
         str(report_dir),
         timeout=400,
+        package="tour",
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stderr
@@ -56,7 +56,7 @@ def test_report_dir_of_other_files_is_refused(tmp_path) -> None:
     taken = tmp_path / "mine"
     taken.mkdir()
     (taken / "notes.txt").write_text("keep me\n")
-    result = run_cli("demo", "--report-dir", str(taken), timeout=60)
+    result = run_cli("--report-dir", str(taken), timeout=60, package="tour")
     assert result.returncode == 2
     assert "holds files that are not a demo report" in result.stderr
     assert (taken / "notes.txt").read_text() == "keep me\n"

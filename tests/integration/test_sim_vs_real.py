@@ -17,7 +17,7 @@ import pytest
 
 from evil_minions import synthetic_grains
 from harness.fleet import FleetConfig
-from harness.pkgstates import sls_root
+from harness.pkgstate_master import sls_root
 from harness.stack import Stack, StackSettings, master_layout
 
 pytestmark = pytest.mark.integration

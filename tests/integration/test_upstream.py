@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.upstream.patchfile import read_patch
+from series.upstream.patchfile import read_patch
 from tests.conftest import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
@@ -55,7 +55,7 @@ def test_the_session_key_fix_is_a_ready_3008_pr(tmp_path):
         [
             sys.executable,
             "-m",
-            "harness.upstream",
+            "series.upstream",
             "--patches",
             str(patches),
             "--sdist",

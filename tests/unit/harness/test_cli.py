@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from harness.cli import main
+from tests.conftest import usage_error
 
 
 @pytest.mark.parametrize(
@@ -14,9 +15,7 @@ from harness.cli import main
     [
         (["up", "--ret-port", "70000"], "port out of range"),
         (["up", "--publish-port", "abc"], "not a port number"),
-        (["demo", "--worker-threads", "0"], "must be at least 1"),
-        (["demo", "--minions", "0"], "must be at least 1"),
-        (["demo", "--storm-jobs", "x"], "not a whole number"),
+        (["demo"], "invalid choice"),  # the tour is python -m tour now
         (["launch"], "invalid choice"),
         (["up", "--rate-limiting", "--slice-min-targets", "0"], "at least 1"),
     ],
@@ -24,12 +23,7 @@ from harness.cli import main
 def test_bad_arguments(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err
-    assert "Traceback" not in err
+    assert message in usage_error(main, argv, capsys)
 
 
 @pytest.mark.parametrize(
@@ -66,3 +60,17 @@ def test_taken_port_is_refused_before_anything_starts(
     assert code == 2
     assert f"ret port {port} on 127.0.0.1 is already in use" in capsys.readouterr().err
     assert not (tmp_path / "stack" / "postgres").exists()
+
+
+def test_up_rate_limiting_keeps_salts_defaults_but_for_the_flags_given() -> None:
+    from dataclasses import replace
+
+    from harness.cli import _rate_limiting, build_parser
+    from harness.ratelimit import RateLimiting
+
+    words = ["up", "--rate-limiting", "--max-queue", "5", "--slice-min-targets", "20"]
+    limiter = _rate_limiting(build_parser().parse_args(words))
+    assert limiter == replace(
+        RateLimiting(), max_queue=5, slices=True, slice_min_targets=20
+    )
+    assert _rate_limiting(build_parser().parse_args(["up"])) is None

@@ -184,3 +184,28 @@ def test_probe_without_a_queue_manager(tmp_path: Path) -> None:
     pytest.importorskip("salt.ratelimit.ipc")
     with pytest.raises(OSError):
         QueueProbe(tmp_path).status()
+
+
+def test_defaults_are_read_from_salt_not_restated(monkeypatch) -> None:
+    """A Salt that changes its defaults changes the harness's and the
+    benchmarks' defaults with it (they once restated 2000 and 10000)."""
+    import salt.config.rate_limiting as config
+
+    from benchmarks.load.__main__ import build_parser
+    from benchmarks.load.run import LoadSettings
+
+    changed = dict(config.DEFAULT_RATE_LIMITING, max_master_jobs=1234, max_queue=56)
+    monkeypatch.setattr(config, "DEFAULT_RATE_LIMITING", changed)
+    assert (RateLimiting().max_master_jobs, RateLimiting().max_queue) == (1234, 56)
+    settings = LoadSettings()
+    assert (settings.max_master_jobs, settings.max_queue) == (1234, 56)
+    args = build_parser().parse_args([])
+    assert (args.max_master_jobs, args.max_queue) == (1234, 56)
+
+
+@pytest.mark.parametrize(
+    ("min_targets", "slices"), [(0, None), (100, {"min_targets": 100})]
+)
+def test_slice_min_targets_zero_means_no_slices(min_targets, slices) -> None:
+    options = RateLimiting().with_slices(min_targets).master_options()
+    assert options["rate_limiting"].get("slices") == slices

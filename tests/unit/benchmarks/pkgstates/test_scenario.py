@@ -4,9 +4,7 @@ applicable by the simulated minions they are meant for."""
 from __future__ import annotations
 
 from benchmarks.pkgstates.scenario import ALL_GROUP, build, changed_revision
-from evil_minions.grains import os_profile_for
-from evil_minions.packages import PackageSet
-from evil_minions.pkgstates import apply_package_states
+from harness.fleet import PackageSet, apply_package_states, os_profile_for
 
 IDS = [f"evil-{i:04d}" for i in range(1, 13)]
 

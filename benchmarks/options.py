@@ -1,0 +1,104 @@
+"""One options pattern for the benchmarks' command lines.
+
+A benchmark's options are one frozen dataclass; every field is declared with
+:func:`option`, which holds its default, its argparse type and its help
+once. From that class :func:`add_arguments` registers one flag per field,
+:func:`from_args` builds the value (a bad combination, refused by the class,
+becomes a usage error) and :func:`reproduce_command` writes the report's
+"Reproduce" line, naming only the fields that differ from their defaults.
+
+.. code-block:: python
+
+    @dataclass(frozen=True)
+    class QuickOptions:
+        minions: int = option(100, positive, "simulated minions (default: %(default)s)")
+
+    QuickOptions(minions=50) -> "nox -s bench -- quick --minions 50"
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import field, fields
+from typing import Any, ClassVar, Protocol, TypeVar
+
+
+class _Options(Protocol):
+    """A dataclass of :func:`option` fields (what ``dataclasses.fields`` takes)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+T = TypeVar("T", bound=_Options)
+
+
+def option(
+    default: Any, parse: Callable[[str], Any] | None, text: str, **extra: Any
+) -> Any:
+    """A field of an options class with what its flag needs: ``parse`` is the
+    argparse type (None: a flag without a value, for a bool that is False by
+    default), ``text`` the help, ``extra`` more ``add_argument`` keywords."""
+    return field(
+        default=default, metadata={"parse": parse, "help": text, "extra": extra}
+    )
+
+
+def report_name(value: str) -> str:
+    """A report name: a plain file name without directory or extension (argparse type)."""
+    if not value or value.startswith(".") or "/" in value or "\\" in value:
+        raise argparse.ArgumentTypeError(
+            f"invalid report name {value!r}: a plain file name without a "
+            "directory and without the extension, such as storm-long-400"
+        )
+    return value
+
+
+def flag(name: str) -> str:
+    """The command-line flag of field ``name``: ``--max-wait`` for ``max_wait``."""
+    return "--" + name.replace("_", "-")
+
+
+def add_arguments(parser: argparse.ArgumentParser, options: type[_Options]) -> None:
+    """Register one flag per field of ``options`` on ``parser``."""
+    for spec in fields(options):
+        meta = spec.metadata
+        if meta["parse"] is None:
+            parser.add_argument(flag(spec.name), action="store_true", help=meta["help"])
+        else:
+            parser.add_argument(
+                flag(spec.name),
+                type=meta["parse"],
+                default=spec.default,
+                help=meta["help"],
+                **meta["extra"],
+            )
+
+
+def from_args(options: type[T], args: argparse.Namespace) -> T:
+    """The ``options`` that ``args`` (from a parser :func:`add_arguments` set
+    up) describe; a combination the class refuses (ValueError) is an
+    ``argparse.ArgumentTypeError`` with its message."""
+    try:
+        return options(
+            **{spec.name: getattr(args, spec.name) for spec in fields(options)}
+        )
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def reproduce_command(
+    command: str, value: _Options, word: Callable[[Any], str] = str
+) -> str:
+    """``command`` and the flags of the fields of ``value`` that differ from
+    their defaults; ``word`` writes a field's value as its flag takes it."""
+    words = [command]
+    for spec in fields(value):
+        current = getattr(value, spec.name)
+        if current == spec.default:
+            continue
+        if isinstance(current, bool):
+            words.append(flag(spec.name))
+        else:
+            words.append(f"{flag(spec.name)} {word(current)}")
+    return " ".join(words)

@@ -1,0 +1,253 @@
+"""Reruns of tests that failed only upstream's slow-callback check, with real pytest runs."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from series import timing_reruns
+from tests.conftest import wait_for
+
+# the shape of the failure Salt 3008's tests/pytests/unit/conftest.py raises
+# at teardown when an asyncio callback held the loop for over 50 ms
+CONFTEST = textwrap.dedent(
+    """
+    import pathlib
+    import pytest
+
+    @pytest.fixture(autouse=True)
+    def slow_callback_check(request):
+        yield
+        marker = pathlib.Path(__file__).parent / (request.node.name + ".slow")
+        if marker.exists():
+            left = int(marker.read_text())
+            if left:
+                marker.write_text(str(left - 1))
+                pytest.fail(
+                    "asyncio slow-callback threshold of 0.050s exceeded during "
+                    "test '%s' (1 violation(s))" % request.node.name
+                )
+    """
+)
+
+
+def _project(tmp_path, tests, slow=None):
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_x.py").write_text(textwrap.dedent(tests))
+    for name, times in (slow or {}).items():
+        (tmp_path / f"{name}.slow").write_text(str(times))
+    return tmp_path
+
+
+def _run(tree, capture=True):
+    pytest_cmd = [sys.executable, "-m", "pytest", "-c", os.devnull, "-q"]
+    return timing_reruns.run(
+        [*pytest_cmd, "--rootdir", str(tree), "-p", "no:cacheprovider"],
+        ["test_x.py"],
+        cwd=tree,
+        capture=capture,
+        timeout=120,
+    )
+
+
+TWO_TESTS = """
+    def test_fine():
+        pass
+
+    def test_handler():
+        pass
+"""
+
+
+def test_a_test_the_check_failed_once_runs_again_alone_and_the_run_passes(tmp_path):
+    tree = _project(tmp_path, TWO_TESTS, slow={"test_handler": 1})
+
+    outcome = _run(tree)
+
+    assert outcome.returncode == 0
+    assert outcome.reran == ["test_x.py::test_handler"]
+    assert "passed when run again alone: test_x.py::test_handler" in outcome.note
+    assert len(outcome.runs) == 2
+    # the rerun ran only that test, and said why
+    assert (
+        "running them again alone (1 of 2): test_x.py::test_handler" in outcome.output
+    )
+    assert "1 passed" in outcome.runs[1]
+    assert "test_fine" not in outcome.runs[1]
+
+
+def test_a_test_that_fails_the_check_every_time_fails_the_run(tmp_path):
+    tree = _project(tmp_path, TWO_TESTS, slow={"test_handler": 5})
+
+    outcome = _run(tree)
+
+    assert outcome.returncode == 1
+    assert outcome.reran == ["test_x.py::test_handler"]
+    assert "did not pass when run again alone" in outcome.note
+    assert len(outcome.runs) == 3  # the run and two reruns
+
+
+def test_any_other_failure_fails_the_run_without_a_rerun(tmp_path):
+    tree = _project(
+        tmp_path,
+        """
+        def test_broken():
+            assert 1 == 2
+
+        def test_handler():
+            pass
+        """,
+        slow={"test_handler": 1},
+    )
+
+    outcome = _run(tree)
+
+    assert outcome.returncode == 1
+    assert outcome.reran == []
+    assert outcome.note == ""
+    assert len(outcome.runs) == 1
+
+
+def test_a_test_failing_its_call_and_the_check_is_not_a_timing_failure(tmp_path):
+    tree = _project(
+        tmp_path,
+        """
+        def test_handler():
+            assert False, "wrong answer"
+        """,
+        slow={"test_handler": 1},
+    )
+
+    outcome = _run(tree)
+
+    assert (outcome.returncode, outcome.reran) == (1, [])
+
+
+def test_a_passing_run_and_an_empty_one_keep_pytests_exit_code(tmp_path):
+    tree = _project(tmp_path, TWO_TESTS)
+    assert _run(tree).returncode == 0
+
+    (tree / "test_x.py").write_text("")
+    assert _run(tree).returncode == 5  # pytest: no tests collected
+
+
+def test_the_command_line_needs_the_paths_after_a_double_dash(capsys):
+    assert timing_reruns.main(["-q", "tests/unit"]) == 2
+    assert "separate pytest's options from the test paths with --" in (
+        capsys.readouterr().err
+    )
+    assert timing_reruns.main(["--reruns", "two", "--", "tests"]) == 2
+    assert "--reruns takes a whole number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["", "not json", "[]", '{"a": true, "b": false}'])
+def test_a_missing_or_mixed_record_is_no_reason_to_rerun(tmp_path, content):
+    record = tmp_path / "failed.json"
+    if content:
+        record.write_text(content)
+    assert timing_reruns.timing_only_failures(record) is None
+
+
+# Salt's check in small: fails at teardown unless a no_blocking(threshold=...)
+# marker raises the threshold above what the test "took"
+THRESHOLD_CONFTEST = textwrap.dedent(
+    """
+    import pytest
+
+    def pytest_configure(config):
+        config.addinivalue_line("markers", "no_blocking(threshold=None, reason=None)")
+
+    @pytest.fixture(autouse=True)
+    def slow_callback_check(request):
+        yield
+        marker = request.node.get_closest_marker("no_blocking")
+        threshold = marker.kwargs["threshold"] if marker else 0.05
+        if threshold < 0.2:  # every test here "took" 0.2 s
+            pytest.fail("asyncio slow-callback threshold of %.3fs exceeded" % threshold)
+    """
+)
+
+
+def test_listed_slow_tests_run_with_a_raised_threshold_and_the_header_says_so(
+    tmp_path,
+):
+    tree = _project(tmp_path, TWO_TESTS)
+    (tree / "conftest.py").write_text(THRESHOLD_CONFTEST)
+    known = tree / "known-slow"
+    known.write_text("# over 50 ms on the pristine release\ntest_x.py::test_handler\n")
+
+    outcome = timing_reruns.run(
+        [sys.executable, "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree)],
+        ["test_x.py"],
+        cwd=tree,
+        reruns=0,
+        slow_callbacks=known,
+        capture=True,
+        timeout=120,
+    )
+
+    # the listed test passes; the other one still meets the 50 ms check
+    assert outcome.returncode == 1
+    assert "FAILED test_x.py::test_fine" in outcome.output or (
+        "ERROR test_x.py::test_fine" in outcome.output
+    )
+    assert (
+        "test_x.py::test_handler" not in outcome.output.split("short test summary")[-1]
+    )
+    assert "1 upstream test(s) known to exceed the 50 ms slow-callback check" in (
+        outcome.output
+    )
+
+
+def test_the_command_line_refuses_a_missing_slow_list(capsys, tmp_path):
+    missing = tmp_path / "nope"
+    assert timing_reruns.main(["--slow-callbacks", str(missing), "--", "t"]) == 2
+    assert "--slow-callbacks: no such file" in capsys.readouterr().err
+
+
+def test_sigterm_stops_pytest_and_leaves_no_temp_dir(tmp_path):
+    # nox or CI stopping the run left the pytest child running and a
+    # saltfleet-timing-* directory in /tmp
+    (tmp_path / "p").mkdir()
+    project = _project(
+        tmp_path / "p", "import time\ndef test_slow():\n    time.sleep(60)\n"
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "series.timing_reruns",
+            "-p",
+            "no:cacheprovider",
+            "--",
+            ".",
+        ],
+        cwd=project,
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    parent = psutil.Process(proc.pid)
+    children = wait_for(lambda: parent.children(recursive=True), timeout=30)
+    try:
+        assert children and any(temp.iterdir())
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "interrupted; pytest was stopped" in err
+        _, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == []
+        assert list(temp.iterdir()) == []
+    finally:  # a failure leaves nothing running either
+        for process in [parent, *children]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        proc.communicate()
