@@ -15,14 +15,10 @@ nox -s upstream         the series as pull requests to Salt, checked as upstream
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import os
-import shutil
-import tempfile
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +41,6 @@ SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprov
 # --basetemp in the checkout: tests that need a directory outside any git
 # checkout (tmp_path) would find themselves inside this one.
 KEEP_FAILED_TMP = ["-o", "tmp_path_retention_policy=failed"]
-# what upstream's test suite leaves in the temp directory (tests/support/paths.py)
-SALT_TEST_TEMP = ("salt-temp-", "salt-tests-tmpdir-")
 
 
 def _run(session: nox.Session, *args: str, **kwargs: Any) -> Any:
@@ -174,14 +168,16 @@ def tests(session: nox.Session) -> None:
     # pytest's own progress (a line per test file, its share done), not -q:
     # the two runs take about 8 minutes each.
     if paths:
-        with session.chdir(SALT_SRC), _removing_new_temp(SALT_TEST_TEMP):
+        with session.chdir(SALT_SRC):
             # One process: upstream's unit conftest fails any test whose
             # asyncio callback takes over 50 ms, and two xdist workers on two
             # cores made its rest_tornado tests trip that at random. A busy
             # CI machine still can, so a test that failed only that check
             # runs again alone, up to twice; the tests that exceed it on the
             # pristine release here are listed, and run with a raised
-            # threshold (series/timing_reruns.py).
+            # threshold. It gives pytest a TMPDIR and basetemp of its own and
+            # removes them: upstream's tests leave trees there
+            # (series/timing_reruns.py).
             _run(
                 session,
                 "python",
@@ -211,27 +207,6 @@ def tests(session: nox.Session) -> None:
         "saltext-pkgstate/tests",
         success_codes=no_tests_ok,
     )
-
-
-@contextlib.contextmanager
-def _removing_new_temp(prefixes: tuple[str, ...]) -> Iterator[None]:
-    """Remove what the block left in the temp directory under ``prefixes``.
-
-    Upstream's test suite makes fixed-name trees there (salt-temp-state-tree,
-    salt-tests-tmpdir-<uid>, ...) and leaves them; only those this run created
-    are removed, so a tree that was there before stays.
-    """
-    temp = Path(tempfile.gettempdir())
-
-    def made() -> set[Path]:
-        return {p for p in temp.iterdir() if p.name.startswith(prefixes)}
-
-    before = made()
-    try:
-        yield
-    finally:
-        for path in made() - before:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 @nox.session(python=PYTHON)

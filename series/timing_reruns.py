@@ -93,9 +93,23 @@ def run(
         else:
             print(f"saltfleet: {line}", flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="saltfleet-timing-") as tmp:
+    # Everything the runs write to a temp directory goes in this one and goes
+    # with it: upstream's tests leave trees (salt-temp-*, tmpXXXX/{pillar,roots})
+    # in TMPDIR, and pytest's basetemp (pytest-of-<user>, 100 MB a run). Short
+    # name: the tests make unix sockets under both, limited to 107 characters.
+    with tempfile.TemporaryDirectory(prefix="sf-") as tmp:
         record = Path(tmp) / "failed.json"
-        base = [*pytest_cmd, "-p", PLUGIN, "--saltfleet-timing-record", str(record)]
+        env["TMPDIR"] = str(Path(tmp) / "t")
+        Path(env["TMPDIR"]).mkdir()
+        base = [
+            *pytest_cmd,
+            "--basetemp",
+            str(Path(tmp) / "b"),
+            "-p",
+            PLUGIN,
+            "--saltfleet-timing-record",
+            str(record),
+        ]
         if slow_callbacks is not None:
             base += ["--saltfleet-slow-callbacks", str(slow_callbacks)]
 

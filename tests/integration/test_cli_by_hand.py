@@ -45,7 +45,10 @@ def stack_root(open_tmp):
             stop_process_tree(pid)
 
 
-def test_salt_commands_run_against_the_stack(stack_root: Path) -> None:
+def test_salt_commands_run_and_a_restart_keeps_status_and_down_true(
+    stack_root: Path, tmp_path: Path
+) -> None:
+    # one stack for both: bringing one up is the slow part of this file
     ping = run_cli("salt", "--root", str(stack_root), "*", "test.ping", "--out=json")
     assert ping.returncode == 0, ping.stderr
     assert json.loads(ping.stdout) == {"saltfleet-minion-1": True}
@@ -55,8 +58,6 @@ def test_salt_commands_run_against_the_stack(stack_root: Path) -> None:
     assert call.returncode == 0, call.stderr
     assert "hi" in call.stdout
 
-
-def test_restart_keeps_status_and_down_true(stack_root: Path, tmp_path: Path) -> None:
     before = _master_pid(stack_root)
     options = tmp_path / "opts.yml"
     options.write_text("timeout: 17\n")

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import psutil
@@ -134,6 +135,43 @@ def test_a_passing_run_and_an_empty_one_keep_pytests_exit_code(tmp_path):
 
     (tree / "test_x.py").write_text("")
     assert _run(tree).returncode == 5  # pytest: no tests collected
+
+
+def test_the_runs_leave_nothing_in_the_temp_dir(tmp_path, monkeypatch):
+    # upstream's tests left tmpXXXX/{pillar,roots} trees and pytest-of-<user>
+    # (100 MB a run) in the temp directory after every nox -s tests
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    (tmp_path / "p").mkdir()
+    tree = _project(
+        tmp_path / "p",
+        """
+        import tempfile, pathlib
+
+        def test_leaves_a_tree(tmp_path, tmp_path_factory):
+            (pathlib.Path(tempfile.mkdtemp()) / "roots").mkdir()
+            (tmp_path_factory.mktemp("pillar") / "top.sls").write_text("base: {}")
+            (tmp_path / "kept").write_text("x")
+
+        def test_fails_and_pytest_would_keep_its_tmp_path(tmp_path):
+            (tmp_path / "kept").write_text("x")
+            assert False
+        """,
+    )
+
+    outcome = timing_reruns.run(
+        [sys.executable, "-m", "pytest", "-c", os.devnull, "-p", "no:cacheprovider"],
+        ["test_x.py"],
+        cwd=tree,
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture=True,
+        timeout=120,
+    )
+
+    assert outcome.returncode == 1, outcome.output
+    assert "1 failed, 1 passed" in outcome.output
+    assert list(temp.iterdir()) == []
 
 
 def test_the_command_line_needs_the_paths_after_a_double_dash(capsys):
