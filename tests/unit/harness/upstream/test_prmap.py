@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
+from harness import vendor
 from harness.upstream.errors import UpstreamError
+from harness.upstream.patchfile import read_patches
 from harness.upstream.prmap import IssueText, load, parse
 from tests.conftest import PROJECT_ROOT
 
@@ -201,3 +203,13 @@ def test_a_placeholder_without_issue_text_is_a_warning(series):
         del data["pr"][1][f"issue_{part}"]
     (warning,) = parse(data, series, draft=True).warnings
     assert warning.startswith("PR 'B': placeholder issue without issue_title")
+
+
+def test_every_placeholder_in_the_project_map_has_its_issue_text():
+    """Each PR without an upstream issue is one paste from filed."""
+    layout = vendor.Layout.of_project()
+    patches = read_patches(
+        layout.patches_dir, [p.name for p in vendor.read_series(layout)]
+    )
+    the_map = load(layout.patches_dir / "prs.toml", patches, draft=True)
+    assert [w for w in the_map.warnings if "placeholder issue" in w] == []
