@@ -177,9 +177,15 @@ def tests(session: nox.Session) -> None:
             # pristine release here are listed, and run with a raised
             # threshold. It gives pytest a TMPDIR and basetemp of its own and
             # removes them: upstream's tests leave trees there
-            # (series/timing_reruns.py).
+            # (series/timing_reruns.py). harness.pgtest gives the postgres
+            # ext_pillar's functional tests a server of their own, which they
+            # would otherwise skip for want of one.
             _run(
                 session,
+                "python",
+                "-m",
+                "harness.pgtest",
+                "--",
                 "python",
                 "-m",
                 "series.timing_reruns",

@@ -145,10 +145,12 @@ def _main(argv: Sequence[str] | None) -> int:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     resolver = _Bases(args, layout, workdir, checkouts)
+    release = _release(layout)
     rows: list[Row] = []
     for pr in selected:
         _log(f"PR {pr.id}: {pr.full_title}")
         rows.append(_process(pr, the_map, resolver, author, workdir, args))
+        _write_issue(rows[-1], workdir / pr.id, release)
         _log(f"PR {pr.id}: " + " | ".join(rows[-1].cells()[2:]))
         # rewritten after every PR: a long run that is stopped keeps what it found
         _write_summary(workdir, rows, the_map, author_note, resolver, args)
@@ -165,6 +167,29 @@ def _main(argv: Sequence[str] | None) -> int:
         + (" (draft: placeholders allowed)" if args.draft else "")
     )
     return 0
+
+
+def _release(layout: vendor.Layout) -> str:
+    """The unpatched release an issue's reproduction runs on."""
+    try:
+        return vendor.read_upstream(layout.upstream_file).version
+    except vendor.VendorError as exc:
+        raise UpstreamError(str(exc)) from None
+
+
+def _write_issue(row: Row, dest: Path, release: str) -> None:
+    """ISSUE.md beside PR.md, for a PR whose issue is still to be filed."""
+    text = describe.render_issue(row.pr, release)
+    issue_md = dest / "ISSUE.md"
+    if text is None:
+        # a stale one from an earlier run would be pasted for the wrong text
+        issue_md.unlink(missing_ok=True)
+        if row.pr.placeholder:
+            row.details.append("issue: placeholder, and no issue text in the map")
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    issue_md.write_text(text)
+    row.details.append(f"issue to file: {issue_md}")
 
 
 def _select(

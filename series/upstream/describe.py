@@ -1,10 +1,17 @@
-"""PR.md: a pull request's description in upstream's template.
+"""PR.md and ISSUE.md: a pull request's description and its issue, in
+upstream's templates.
 
 The template is ``.github/PULL_REQUEST_TEMPLATE.md`` of saltstack/salt (its
 current form is quoted in docs/upstream/checks.md). The merge-requirement boxes
 are ticked from the PR's own diff, never by hand: Docs when it touches
 ``doc/``, Changelog when it adds an entry upstream's check accepts, Tests when
 it adds or changes files under ``tests/``.
+
+ISSUE.md is the issue to file for a PR whose ``issue`` is still a placeholder,
+in upstream's ``.github/ISSUE_TEMPLATE/bug_report.md`` (a ``fixed`` or
+``security`` PR) or ``feature_request.md`` (any other type): the problem, how
+to see it on the unpatched release, and the proposal. Filing it is one paste;
+its number then replaces the placeholder in ``prs.toml``.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from series.upstream import changelog
-from series.upstream.prmap import PullRequest
+from series.upstream.prmap import FIX_TYPES, PullRequest
 
 CHANGELOG_DOCS = (
     "https://docs.saltproject.io/en/master/topics/development/changelog.html"
@@ -90,3 +97,39 @@ def render(
 
 def _ref(issue: int | str) -> str:
     return f"#{issue}" if isinstance(issue, int) else str(issue)
+
+
+def render_issue(pr: PullRequest, release: str) -> str | None:
+    """The issue to file for ``pr``, Markdown; None when it has an issue number
+    or no issue text.
+
+    ``release`` is the unpatched Salt the reproduction runs on (``3008.3``).
+    """
+    text = pr.issue_text
+    if text is None or not pr.placeholder:
+        # once filed, the issue is upstream's: its number is in the map
+        return None
+    pull_request = f'A pull request is ready: "{pr.full_title}"'
+    if pr.references:
+        pull_request += ". Related: " + ", ".join(f"#{n}" for n in pr.references)
+    if pr.type in FIX_TYPES:
+        sections = [
+            ("Description", text.problem),
+            ("Steps to Reproduce the behavior", text.reproduction),
+            ("Expected behavior", text.proposal),
+            ("Versions Report", f"Salt {release} (the release's sdist, unpatched)."),
+            ("Additional context", pull_request + "."),
+        ]
+        title = f"[BUG] {text.title}"
+    else:
+        seen = f"{text.problem}\n\nSeen on Salt {release}:\n\n{text.reproduction}"
+        sections = [
+            ("Is your feature request related to a problem? Please describe.", seen),
+            ("Describe the solution you'd like", text.proposal),
+            ("Additional context", pull_request + "."),
+        ]
+        title = f"[Feature Request] {text.title}"
+    lines = [f"# {title}"]
+    for heading, body in sections:
+        lines += ["", f"**{heading}**", body]
+    return "\n".join(lines) + "\n"

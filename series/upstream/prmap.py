@@ -14,6 +14,10 @@ One ``[[pr]]`` table per pull request::
     what = "..."                               # the PR template's parts
     previous = "..."                           # optional
     new = "..."                                # optional
+    issue_title = "..."                        # the issue to file, while
+    issue_problem = "..."                      # issue is "placeholder":
+    issue_reproduction = "..."                 # ISSUE.md beside PR.md
+    issue_proposal = "..."                     # (all four, or none)
 
 Patches are named by commit subject (or file name), so renumbering the
 series does not break the map. :func:`load` refuses a bad map with
@@ -55,8 +59,20 @@ _KEYS = {
     "what",
     "previous",
     "new",
+    *(f"issue_{part}" for part in ("title", "problem", "reproduction", "proposal")),
 }
+_ISSUE_PARTS = ("title", "problem", "reproduction", "proposal")
 _REQUIRED = ("id", "title", "base", "type", "issue", "patches", "what")
+
+
+@dataclass(frozen=True)
+class IssueText:
+    """The upstream issue to file for a PR that has none yet (ISSUE.md)."""
+
+    title: str
+    problem: str
+    reproduction: str
+    proposal: str
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,7 @@ class PullRequest:
     what: str
     previous: str
     new: str
+    issue_text: IssueText | None = None
 
     @property
     def placeholder(self) -> bool:
@@ -255,7 +272,38 @@ def _parse_pr(
         what=_text(table, "what", where),
         previous=_text(table, "previous", where, required=False),
         new=_text(table, "new", where, required=False),
+        issue_text=_issue_text(table, where, issue, warnings),
     )
+
+
+def _issue_text(
+    table: dict[str, Any], where: str, issue: int | str, warnings: list[str]
+) -> IssueText | None:
+    given = [part for part in _ISSUE_PARTS if f"issue_{part}" in table]
+    if not given:
+        if issue == PLACEHOLDER:
+            # a warning, not an error: a PR is first mapped, then described
+            warnings.append(
+                f"{where.split(': ', 1)[-1]}: placeholder issue without "
+                "issue_title/issue_problem/issue_reproduction/issue_proposal; "
+                "no ISSUE.md to file"
+            )
+        return None
+    missing = [f"issue_{part}" for part in _ISSUE_PARTS if part not in given]
+    if missing:
+        raise UpstreamError(
+            f"{where}: the issue text needs all of its parts; missing "
+            + ", ".join(repr(m) for m in missing)
+        )
+    title, problem, reproduction, proposal = (
+        _text(table, f"issue_{part}", where) for part in _ISSUE_PARTS
+    )
+    if title.startswith("["):
+        raise UpstreamError(
+            f"{where}: issue_title starts with a prefix; leave it out, ISSUE.md "
+            "adds '[BUG] ' or '[Feature Request] ' from the PR's type"
+        )
+    return IssueText(title, problem, reproduction, proposal)
 
 
 def _text(table: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
+from series import vendor
 from series.upstream.errors import UpstreamError
-from series.upstream.prmap import load, parse
+from series.upstream.patchfile import read_patches
+from series.upstream.prmap import IssueText, load, parse
 from tests.conftest import PROJECT_ROOT
 
 FIX = "Fail closed when a postgres ext_pillar query fails"
@@ -40,6 +42,10 @@ def _map() -> dict:
                 "what": "Adds it.",
                 "previous": "Before.",
                 "new": "After.",
+                "issue_title": "Connections are not reused",
+                "issue_problem": "Every compile connects.",
+                "issue_reproduction": "Compile twice; see two connections.",
+                "issue_proposal": "Keep them.",
             },
         ]
     }
@@ -169,3 +175,41 @@ def test_the_command_line_reports_a_bad_map_without_traceback(tmp_path):
         f"error: {bad}: PR 'A': no patch in the series has the subject 'No such patch'"
     ]
     assert "Traceback" not in proc.stderr
+
+
+def test_issue_text_is_read_for_issue_md(series):
+    b = parse(_map(), series, draft=True).prs[1]
+    assert b.issue_text == IssueText(
+        "Connections are not reused",
+        "Every compile connects.",
+        "Compile twice; see two connections.",
+        "Keep them.",
+    )
+    assert parse(_map(), series, draft=True).prs[0].issue_text is None
+
+
+def test_issue_text_needs_every_part(series):
+    data = _map()
+    del data["pr"][1]["issue_reproduction"]
+    assert "missing 'issue_reproduction'" in _error(data, series)
+    data = _map()
+    data["pr"][1]["issue_title"] = "[BUG] Connections"
+    assert "issue_title starts with a prefix" in _error(data, series)
+
+
+def test_a_placeholder_without_issue_text_is_a_warning(series):
+    data = _map()
+    for part in ("title", "problem", "reproduction", "proposal"):
+        del data["pr"][1][f"issue_{part}"]
+    (warning,) = parse(data, series, draft=True).warnings
+    assert warning.startswith("PR 'B': placeholder issue without issue_title")
+
+
+def test_every_placeholder_in_the_project_map_has_its_issue_text():
+    """Each PR without an upstream issue is one paste from filed."""
+    layout = vendor.Layout.of_project()
+    patches = read_patches(
+        layout.patches_dir, [p.name for p in vendor.read_series(layout)]
+    )
+    the_map = load(layout.patches_dir / "prs.toml", patches, draft=True)
+    assert [w for w in the_map.warnings if "placeholder issue" in w] == []
