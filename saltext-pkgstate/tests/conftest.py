@@ -8,7 +8,9 @@ created empty and dropped afterwards, on:
 - an embedded PostgreSQL started for the module, as the saltfleet checkout
   starts one (``harness.postgres``), stopped by pid afterwards.
 
-Without either the tests that need a database are skipped, saying so.
+Without either the tests that need a database are skipped, saying so. The
+integration tests that drive a whole master and minion use the saltfleet
+harness's stack, and are skipped, saying so, where it is not installed.
 """
 
 from __future__ import annotations
@@ -54,19 +56,33 @@ def _embedded_server() -> Iterator[str]:
             f"no PostgreSQL for the functional tests: set {DSN_ENV}, or run them "
             "in the saltfleet checkout (nox -s tests)"
         )
-    # an unprivileged PostgreSQL (root runs it as nobody) must enter it:
-    # pytest's tmp_path lives under a 0700 directory
-    root = Path(tempfile.mkdtemp(prefix="saltext-pkgstate-test-"))
-    root.chmod(0o755)
-    try:
+    with _open_directory() as root:
         server = EmbeddedPostgres(root / "pg", free_port())
         server.start()
         try:
             yield server.connection.dsn
         finally:
             server.stop()
+
+
+@contextlib.contextmanager
+def _open_directory() -> Iterator[Path]:
+    # an unprivileged PostgreSQL (root runs it as nobody) must enter it:
+    # pytest's tmp_path lives under a 0700 directory
+    root = Path(tempfile.mkdtemp(prefix="saltext-pkgstate-test-"))
+    root.chmod(0o755)
+    try:
+        yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def open_tmp_module() -> Iterator[Path]:
+    """A directory of the module's own that an unprivileged PostgreSQL can
+    enter (a stack of the saltfleet harness puts its database there)."""
+    with _open_directory() as root:
+        yield root
 
 
 @contextlib.contextmanager

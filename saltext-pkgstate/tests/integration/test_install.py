@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.integration
+
 EXTENSION = Path(__file__).resolve().parents[2]
 STOCK_SALT = "salt==3008.3"
 
@@ -32,6 +34,15 @@ def stock_master() -> Iterator[Path]:
     """A venv with stock Salt and the extension installed from its directory."""
     root = Path(tempfile.mkdtemp(prefix="saltext-pkgstate-venv-"))
     try:
+        # a copy: building from the checkout would leave build/ in it
+        source = root / "saltext-pkgstate"
+        shutil.copytree(
+            EXTENSION,
+            source,
+            ignore=shutil.ignore_patterns(
+                "build", "*.egg-info", "__pycache__", ".*_cache", "tests"
+            ),
+        )
         venv.EnvBuilder(with_pip=True).create(root / "venv")
         python = root / "venv" / "bin" / "python"
         installed = subprocess.run(
@@ -43,7 +54,7 @@ def stock_master() -> Iterator[Path]:
                 "--progress-bar",
                 "off",
                 STOCK_SALT,
-                str(EXTENSION),
+                str(source),
             ],
             capture_output=True,
             text=True,
@@ -81,6 +92,10 @@ def _master_config(root: Path, dsn: str) -> Path:
     config["pkgstate"]["dsn"] = dsn
     # a master of the test's own, not the machine's /etc/salt and /var
     config.update(root_dir=str(root / "master"), user=getpass.getuser())
+    # what the master's first start creates, and salt-run writes into
+    (root / "master" / "var" / "cache" / "salt" / "master" / "proc").mkdir(
+        parents=True, exist_ok=True
+    )
     conf_dir = root / "conf"
     conf_dir.mkdir(exist_ok=True)
     (conf_dir / "master").write_text(yaml.safe_dump(config))
