@@ -113,6 +113,9 @@ def _salt_run(root: Path, conf_dir: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
+# the fixture pip-installs Salt and its dependencies: 5-8 minutes on a busy
+# 2-core machine, near the project's 10-minute default per test
+@pytest.mark.timeout(1800)
 def test_the_readme_configuration_works_on_stock_salt(
     stock_master, empty_database
 ) -> None:
