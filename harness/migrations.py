@@ -1,8 +1,10 @@
-"""Apply the ordered SQL migrations of ``sql/`` to a database, once each.
+"""Apply the ordered SQL migrations of ``sql/`` to a database, once each,
+then those the saltext-pkgstate extension ships.
 
 A migration is a file ``sql/NNNN_name.sql``. Applied versions are recorded in
 ``saltfleet_schema``; re-applying is a no-op, and a migration that fails rolls
-back alone, leaving the earlier ones and all data in place.
+back alone, leaving the earlier ones and all data in place. The extension
+keeps its own record (``saltext.pkgstate.schema``).
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg2
+from saltext.pkgstate import schema as pkgstate_schema
 
 from harness.errors import HarnessError
 from harness.postgres import ConnectionInfo
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 _NAME_RE = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
+#: sql/0002 of databases made before the extension shipped its schema: the
+#: extension's 0001 and 0002, which then exist already
+_PKGSTATE_WAS_OURS = (2, "package_states")
+_PKGSTATE_BASELINE = 2
 
 
 class MigrationError(HarnessError):
@@ -52,7 +59,8 @@ def discover(sql_dir: Path = SQL_DIR) -> list[Migration]:
 
 
 def apply(info: ConnectionInfo, sql_dir: Path = SQL_DIR) -> list[Migration]:
-    """Apply the migrations not yet recorded; return the ones applied now."""
+    """Apply the migrations not yet recorded, then the package state
+    extension's; return the ones of ``sql_dir`` applied now."""
     migrations = discover(sql_dir)
     applied_now: list[Migration] = []
     conn = info.connect()
@@ -64,8 +72,9 @@ def apply(info: ConnectionInfo, sql_dir: Path = SQL_DIR) -> list[Migration]:
                 " name text NOT NULL,"
                 " applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            cur.execute("SELECT version FROM saltfleet_schema")
-            done = {row[0] for row in cur.fetchall()}
+            cur.execute("SELECT version, name FROM saltfleet_schema")
+            recorded = set(cur.fetchall())
+            done = {version for version, _ in recorded}
         for migration in migrations:
             if migration.version in done:
                 continue
@@ -84,6 +93,11 @@ def apply(info: ConnectionInfo, sql_dir: Path = SQL_DIR) -> list[Migration]:
             applied_now.append(migration)
     finally:
         conn.close()
+    baseline = _PKGSTATE_BASELINE if _PKGSTATE_WAS_OURS in recorded else 0
+    try:
+        pkgstate_schema.migrate(info.dsn, baseline=baseline)
+    except pkgstate_schema.SchemaError as exc:
+        raise MigrationError(f"saltext-pkgstate: {exc}") from None
     return applied_now
 
 

@@ -5,6 +5,7 @@ entries, and where the master's configuration says the database is."""
 from __future__ import annotations
 
 import pytest
+import salt.config
 from salt.exceptions import SaltInvocationError
 
 from saltext.pkgstate import master
@@ -85,3 +86,20 @@ def test_the_database_is_pkgstate_dsn_or_the_postgres_block():
         master.dsn_from_opts({"pkgstate": "host=db"})
     with pytest.raises(master.PkgStateConfigError, match="pool_size"):
         master.pool_size_from_opts({"pkgstate": {"pool_size": -1}})
+
+
+def test_an_eauth_caller_may_not_migrate_the_schema(monkeypatch, tmp_path):
+    # no database is configured: the refusal comes before any connection
+    opts = {
+        **salt.config.DEFAULT_MASTER_OPTS,
+        "__role": "master",
+        "cachedir": str(tmp_path / "cache"),
+        "pki_dir": str(tmp_path / "pki"),
+        "external_auth": {"pam": {"web-operator": ["@runner"]}},
+    }
+    monkeypatch.setattr(runner, "__opts__", opts, raising=False)
+    monkeypatch.setattr(runner, "__context__", {}, raising=False)
+    monkeypatch.setattr(runner, "__user__", "web-operator", raising=False)
+    refused = runner.migrate()
+    assert refused["retcode"] == 1
+    assert "only the master's own user may run it" in refused["error"]

@@ -8,8 +8,12 @@ imports:
 
 - :mod:`saltext.pkgstate.model`   entries, their syntax, version comparison
 - :mod:`saltext.pkgstate.resolve` precedence of states for one minion
+- :mod:`saltext.pkgstate.status`  status of managed packages
 - :mod:`saltext.pkgstate.render`  resolved entries to SLS data and text
-- :mod:`saltext.pkgstate.store`   PostgreSQL access
+- :mod:`saltext.pkgstate.store`   PostgreSQL access, one module per concern
+  behind it (``revisions``, ``assignments``, ``resolution``, ``inventory``,
+  ``applied``, on one ``db`` connection)
+- :mod:`saltext.pkgstate.schema`  the tables, as migrations shipped here
 
 .. versionadded:: 0.1.0
 """

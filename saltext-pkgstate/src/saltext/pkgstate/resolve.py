@@ -29,13 +29,14 @@ minions of one :func:`resolve` batch: treat them as read-only.
 
 from __future__ import annotations
 
+import collections
 import enum
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from saltext.pkgstate.model import Entry, Operator, Policy
+from saltext.pkgstate.model import Entry, GrainMatch, Operator, Policy
 
 
 class Scope(enum.StrEnum):
@@ -228,6 +229,82 @@ def resolve(
         ],
         "digest": digest,
     }
+
+
+class Reach:
+    """Which state revisions reach which minions: the assignments of one
+    resolution, indexed by their targets.
+
+    The store reads assignments and memberships in a few queries for many
+    minions; choosing the sources of each minion is then lookups and grain
+    matching, without the database.
+    """
+
+    def __init__(self) -> None:
+        self._by_org: dict[int, list[Source]] = collections.defaultdict(list)
+        self._by_group: dict[int, list[Source]] = collections.defaultdict(list)
+        self._by_minion: dict[str, list[Source]] = collections.defaultdict(list)
+        self._by_grain: list[tuple[GrainMatch, Source]] = []
+        self._own: dict[str, StateRevision] = {}
+
+    def add_org(
+        self, org_id: int, target: str, assignment_id: int, revision: StateRevision
+    ) -> None:
+        """``revision`` reaches the members of organization ``org_id``."""
+        self._by_org[org_id].append(
+            Source(Scope.ORG, target, (assignment_id,), revision)
+        )
+
+    def add_group(
+        self, group_id: int, target: str, assignment_id: int, revision: StateRevision
+    ) -> None:
+        """``revision`` reaches the members of group ``group_id``."""
+        self._by_group[group_id].append(
+            Source(Scope.GROUP, target, (group_id, assignment_id), revision)
+        )
+
+    def add_grain(
+        self, match: GrainMatch, assignment_id: int, revision: StateRevision
+    ) -> None:
+        """``revision`` reaches the minions whose grains ``match``."""
+        self._by_grain.append(
+            (match, Source(Scope.GRAIN, match.expression, (assignment_id,), revision))
+        )
+
+    def add_minion(
+        self, minion_id: str, assignment_id: int, revision: StateRevision
+    ) -> None:
+        """``revision`` reaches ``minion_id`` through a minion list."""
+        self._by_minion[minion_id].append(
+            Source(Scope.MINION, minion_id, (assignment_id,), revision)
+        )
+
+    def add_own(self, minion_id: str, revision: StateRevision) -> None:
+        """``revision`` is the minion's own state."""
+        self._own[minion_id] = revision
+
+    def sources(
+        self,
+        minion_id: str,
+        *,
+        org_id: int | None,
+        group_ids: Sequence[int],
+        grains: Mapping[str, Any] | None,
+    ) -> list[Source]:
+        """The sources that reach one minion (``org_id`` None: in no
+        organization; ``grains`` None: no grain match applies)."""
+        sources: list[Source] = []
+        if org_id is not None:
+            sources.extend(self._by_org.get(org_id, ()))
+        for group_id in group_ids:
+            sources.extend(self._by_group.get(group_id, ()))
+        if grains is not None:
+            sources.extend(s for m, s in self._by_grain if m.matches(grains))
+        sources.extend(self._by_minion.get(minion_id, ()))
+        own = self._own.get(minion_id)
+        if own is not None:
+            sources.append(Source(Scope.OWN, minion_id, (0,), own))
+        return sources
 
 
 def empty_result() -> dict[str, Any]:

@@ -47,6 +47,9 @@ Configuration, in the master config:
 
     pkgstate:
       dsn: "host=db.example.com dbname=salt user=salt"
+
+The tables are created by ``salt-run pkgstate.migrate`` (or the
+``saltext-pkgstate-migrate`` command).
 """
 
 import collections
@@ -59,7 +62,7 @@ import salt.key
 import salt.utils.args
 from salt.exceptions import SaltException, SaltInvocationError
 
-from saltext.pkgstate import access, master, render
+from saltext.pkgstate import access, master, render, schema
 from saltext.pkgstate.model import (
     PkgStateError,
     entries_from_mapping,
@@ -733,3 +736,32 @@ def status(minion=None, **kwargs):
         return {"minions": minions, "total": dict(sorted(total.items()))}
 
     return _call(action, kwargs)
+
+
+def migrate(**kwargs):
+    """
+    Create or update the extension's tables in the configured database: the
+    migrations the installed version ships that the database lacks, each in
+    its own transaction. Running it again changes nothing. Only the master's
+    own user may run it, not an eauth caller.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt-run pkgstate.migrate
+    """
+    try:
+        _refuse_options(kwargs)
+        if _caller().restricted:
+            raise SaltInvocationError(
+                "pkgstate.migrate changes the database schema: only the master's "
+                "own user may run it"
+            )
+        applied = schema.migrate(master.dsn_from_opts(__opts__))
+    except (PkgStateError, PkgStateStoreError, SaltException) as exc:
+        return _error(str(exc))
+    return {
+        "applied": [m.filename for m in applied],
+        "version": max(m.version for m in schema.shipped()),
+    }

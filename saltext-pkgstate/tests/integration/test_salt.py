@@ -22,6 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
+# these drive a master, minions and salt-api with the saltfleet harness
+pytest.importorskip(
+    "harness.stack", reason="needs the saltfleet harness (nox -s tests)"
+)
+
 from harness.minion import SaltMinion
 from harness.saltapi import ApiSettings, api_request, login
 from harness.stack import Stack, StackSettings

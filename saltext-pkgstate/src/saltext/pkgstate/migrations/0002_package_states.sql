@@ -1,9 +1,9 @@
 -- Package states, after the "Salt Package Installation" design: named states
 -- whose every save is a new immutable revision of per-package entries,
 -- assigned to organizations, groups, grain matches and minion lists; every
--- minion also has its own implicit state "minion:<id>". Reuses 0001's
--- organization, server_group (and, for resolution, server and
--- server_group_member).
+-- minion also has its own implicit state "minion:<id>". Assignments refer
+-- to 0001's organization and server_group; resolution reads server and
+-- server_group_member.
 
 CREATE TABLE pkgstate (
     id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

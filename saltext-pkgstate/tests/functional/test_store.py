@@ -1,5 +1,6 @@
-"""Package states in a real PostgreSQL: revisions, history, assignments,
-precedence, inventory and status through saltext.pkgstate.store."""
+"""Package states in a real PostgreSQL that has the extension's schema and
+nothing else: revisions, history, assignments, precedence, inventory and
+status through saltext.pkgstate.store."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ import threading
 
 import psycopg2
 import pytest
+
 from saltext.pkgstate.model import PkgStateError, parse_entry
 from saltext.pkgstate.render import packages_of
 from saltext.pkgstate.runners import pkgstate as runner
 from saltext.pkgstate.store import PackageStateStore
-
-pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
