@@ -24,7 +24,7 @@ pytest.importorskip(
     "harness.stack", reason="needs the saltfleet harness (nox -s tests)"
 )
 
-from evil_minions.config import FleetConfig
+from harness.fleet import FleetConfig
 from harness.saltapi import ApiSettings, api_request, login
 from harness.stack import Stack, StackSettings
 
