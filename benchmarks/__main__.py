@@ -32,8 +32,10 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument("--workers", type=positive, default=4)
     p.add_argument("--micro-calls", type=positive, default=2000)
     p = sub.add_parser("interfaces", help=BENCHMARKS["interfaces"])
-    p.add_argument("--rounds", type=positive, default=20)
-    p.add_argument("--single-rounds", type=positive, default=30)
+    p.add_argument("--runs", type=positive, default=3, help="at least 3")
+    p.add_argument("--loads", type=positive, default=10, help="full loads per run")
+    p.add_argument("--warmup", type=positive, default=2)
+    p.add_argument("--single-loads", type=positive, default=20)
     p = sub.add_parser("storm", help=BENCHMARKS["storm"])
     storm_options.add_arguments(p)
     p = sub.add_parser("query", help=BENCHMARKS["query"])
@@ -59,6 +61,9 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument("--requests", type=positive, default=200, help="counted per run")
     p.add_argument("--warmup", type=positive, default=5)
     p.add_argument("--runs", type=positive, default=3)
+    p = sub.add_parser("router", help=BENCHMARKS["router"])
+    p.add_argument("--runs", type=positive, default=5, help="at least 3")
+    p.add_argument("--requests", type=positive, default=2000, help="per run")
     args = parser.parse_args(argv)
     if args.name == "pkgstates":
         try:
@@ -107,10 +112,19 @@ def _run(args: argparse.Namespace) -> Path:
             warmup=args.warmup,
             runs=args.runs,
         )
+    elif args.name == "router":
+        from benchmarks import router_functions
+
+        path = router_functions.run(runs=args.runs, requests_per_run=args.requests)
     elif args.name == "interfaces":
         from benchmarks import interfaces_load
 
-        path = interfaces_load.run(args.rounds, args.single_rounds)
+        path = interfaces_load.run(
+            runs=args.runs,
+            loads=args.loads,
+            warmup=args.warmup,
+            single_loads=args.single_loads,
+        )
     else:
         from benchmarks import pillar
 

@@ -1,146 +1,83 @@
-"""Load-time cost of module interfaces in Salt's LazyLoader.
+"""Load-time cost of module interfaces, against unpatched Salt 3008.3.
 
-Loads every execution module the way a minion does (``salt.loader.minion_mods``
-with this host's real grains and otherwise default minion options) with
-``module_interfaces`` on and off, interleaved in one process so both modes
-see the same machine load, and reports median / p90 and the overhead. The
-goal is at most 5 % more time with interfaces on.
+Three variants side by side in one run, each in a fresh process per run with
+the Salt tree under test first on ``PYTHONPATH``
+(:mod:`benchmarks.interfaces_load_worker`):
 
-Two more measurements explain the end-to-end number: the time the loader
-spends inside ``_apply_interface`` per full load, and, per module that
-declares an interface, one module loaded with and without it (no
-``__virtual__``, so SUSE and Red Hat providers are measured here too).
+- ``pristine 3008.3``: the sdist's tree (``upstream/3008.3`` in ``salt/src``);
+- ``series, interfaces off``: the whole series (``salt/src`` HEAD) with
+  ``module_interfaces: False``, its default;
+- ``series, interfaces on``: the same tree with ``module_interfaces: True``.
 
-    python -m benchmarks.interfaces_load --rounds 20    (or nox -s bench -- ...)
+Each worker loads every execution module the way a minion does (warm-up
+loads first), then one module that declares an interface at a time without
+``__virtual__`` (``salt.loader.raw_mod``, so the SUSE and Red Hat providers
+are measured on any host). The report gives, per variant, the median over
+runs of each run's median, with the runs' spread, and the ratios to
+pristine. Goals: with interfaces off the series loads as 3008.3 does (at
+most +2 % CPU, the machine's noise), with them on at most +5 %.
+
+    nox -s bench -- interfaces [--runs 3 --loads 10 --warmup 2 --single-loads 20]
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import gc
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import salt.config
-import salt.loader
-import salt.loader.lazy
-
 from benchmarks import report
+from benchmarks.interfaces_load_worker import WorkerConfig
+from benchmarks.salt_trees import (
+    Variant,
+    describe_commits,
+    extract_tree,
+    rotated,
+    run_in_tree,
+)
+from harness.errors import HarnessError
+from harness.vendor import Layout, read_upstream
 
-GOAL_PERCENT = 5.0
+NAME = "interfaces-load"
+# CPU time of a full load, at most this much more than pristine 3008.3
+GOALS = {"series, interfaces off": 2.0, "series, interfaces on": 5.0}
 # Execution modules that declare an interface in the patched tree
 DECLARING_MODULES = ("aptpkg", "yumpkg", "zypperpkg")
 
 
-@dataclasses.dataclass
-class Samples:
-    """Wall-clock and CPU seconds of one mode, plus what the loader did."""
-
-    seconds: list[float] = dataclasses.field(default_factory=list)
-    cpu_seconds: list[float] = dataclasses.field(default_factory=list)
-    apply_seconds: list[float] = dataclasses.field(default_factory=list)
-    functions: int = 0
-    modules: int = 0
-    interfaces: tuple[str, ...] = ()
-
-    def median(self) -> float:
-        """Median wall-clock seconds of one full load."""
-        return report.median(self.seconds)
-
-    def p90(self) -> float:
-        """90th-percentile wall-clock seconds of one full load."""
-        return report.percentile(self.seconds, 90)
-
-    def cpu_median(self) -> float:
-        """Median CPU seconds of one full load."""
-        return report.median(self.cpu_seconds)
+VARIANTS = (
+    Variant("pristine 3008.3", "pristine", None),
+    Variant("series, interfaces off", "series", False),
+    Variant("series, interfaces on", "series", True),
+)
 
 
-def minion_opts(workdir: Path) -> dict[str, Any]:
-    """Default minion options, this host's grains, caches in ``workdir``."""
-    opts: dict[str, Any] = dict(salt.config.minion_config(None))
-    opts["cachedir"] = str(workdir / "cache")
-    opts["extension_modules"] = str(workdir / "extmods")
-    opts["grains"] = salt.loader.grains(opts)
-    return opts
+@dataclass
+class Measured:
+    """One variant's worker results, one per run."""
 
+    variant: Variant
+    runs: list[dict[str, Any]] = field(default_factory=list)
 
-@contextmanager
-def apply_timer(sink: list[float]) -> Iterator[None]:
-    """Add the time spent in ``LazyLoader._apply_interface`` to ``sink[0]``."""
-    original = salt.loader.lazy.LazyLoader._apply_interface
+    def per_run(self, key: str) -> list[float]:
+        """Each run's median of ``key`` (``seconds``, ``cpu_seconds``, ...)."""
+        return [report.median(run[key]) for run in self.runs]
 
-    def timed(self: Any, *args: Any, **kwargs: Any) -> None:
-        start = time.perf_counter()
-        try:
-            original(self, *args, **kwargs)
-        finally:
-            sink[0] += time.perf_counter() - start
+    def median(self, key: str) -> float:
+        """Median over runs of each run's median of ``key``."""
+        return report.median(self.per_run(key))
 
-    salt.loader.lazy.LazyLoader._apply_interface = timed
-    try:
-        yield
-    finally:
-        salt.loader.lazy.LazyLoader._apply_interface = original
+    def spread(self, key: str) -> str:
+        """The runs' lowest and highest median of ``key``, in seconds."""
+        values = self.per_run(key)
+        return f"{min(values):.4f}-{max(values):.4f}"
 
-
-def load_all(opts: dict[str, Any], interfaces: bool, samples: Samples) -> None:
-    """One full load of the execution modules, as a minion starts."""
-    opts = dict(opts, module_interfaces=interfaces)
-    applied = [0.0]
-    gc.collect()
-    with apply_timer(applied):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        utils = salt.loader.utils(opts)
-        modules = salt.loader.minion_mods(opts, utils=utils)
-        modules._load_all()
-        elapsed = time.perf_counter() - start
-        cpu = time.process_time() - cpu_start
-    samples.seconds.append(elapsed)
-    samples.cpu_seconds.append(cpu)
-    samples.apply_seconds.append(applied[0])
-    samples.functions = len(modules._dict)
-    samples.modules = len(modules.loaded_modules)
-    samples.interfaces = tuple(sorted(modules.interface_conformance))
-
-
-def load_one(opts: dict[str, Any], name: str, interfaces: bool) -> float:
-    """One module loaded without ``__virtual__``, as ``salt.loader.raw_mod`` does."""
-    opts = dict(opts, module_interfaces=interfaces)
-    start = time.perf_counter()
-    loaded = salt.loader.raw_mod(opts, name, None)
-    elapsed = time.perf_counter() - start
-    if not loaded:
-        raise RuntimeError(f"{name} did not load")
-    return elapsed
-
-
-def measure_one(
-    opts: dict[str, Any], name: str, rounds: int
-) -> dict[bool, list[float]]:
-    """``rounds`` loads of one module per mode, after a warm-up load."""
-    times: dict[bool, list[float]] = {True: [], False: []}
-    load_one(opts, name, True)
-
-    def run(interfaces: bool) -> None:
-        times[interfaces].append(load_one(opts, name, interfaces))
-
-    interleave(rounds, run)
-    return times
-
-
-def interleave(rounds: int, run: Callable[[bool], None]) -> None:
-    """on, off, off, on, ...: neither mode always goes first."""
-    for index in range(rounds):
-        order = (True, False) if index % 2 == 0 else (False, True)
-        for interfaces in order:
-            run(interfaces)
+    def single_ms(self, module: str) -> float:
+        """Median over runs of one module's median load time, in ms."""
+        return 1000 * report.median(
+            [report.median(run["single"][module]) for run in self.runs]
+        )
 
 
 def percent_change(new: float, old: float) -> float:
@@ -148,135 +85,165 @@ def percent_change(new: float, old: float) -> float:
     return (new / old - 1) * 100
 
 
-def single_row(name: str, times: dict[bool, list[float]]) -> tuple[str, ...]:
-    """A declaring module's row: median ms with interfaces on, off, the change."""
-    on, off = report.median(times[True]), report.median(times[False])
-    return (
-        name,
-        f"{on * 1000:.2f}",
-        f"{off * 1000:.2f}",
-        f"{percent_change(on, off):+.1f} %",
-    )
+def reproduce(runs: int, loads: int, warmup: int, single_loads: int) -> str:
+    """The command that regenerates the report with these settings."""
+    args = ["nox -s bench -- interfaces"]
+    for flag, value, default in (
+        ("--runs", runs, 3),
+        ("--loads", loads, 10),
+        ("--warmup", warmup, 2),
+        ("--single-loads", single_loads, 20),
+    ):
+        if value != default:
+            args.append(f"{flag} {value}")
+    return " ".join(args)
+
+
+def verdicts(measured: dict[str, Measured]) -> list[str]:
+    """One line per goal: the CPU change against pristine, met or not."""
+    base = measured[VARIANTS[0].name].median("cpu_seconds")
+    lines = []
+    for name, goal in GOALS.items():
+        change = percent_change(measured[name].median("cpu_seconds"), base)
+        verdict = "met" if change <= goal else "NOT met"
+        lines.append(
+            f"- {name}: **{change:+.2f} %** CPU vs pristine 3008.3 "
+            f"(goal <= +{goal:g} %): {verdict}"
+        )
+    return lines
 
 
 def render(
-    *,
-    rounds: int,
-    opts: dict[str, Any],
-    full: dict[bool, Samples],
-    single: dict[str, dict[bool, list[float]]],
-    command: str,
+    measured: dict[str, Measured], *, command: str, commits: str, loads: int
 ) -> str:
-    """The report's Markdown for one run's measurements."""
-    on, off = full[True], full[False]
-    overhead = percent_change(on.median(), off.median())
-    apply_median = report.median(on.apply_seconds)
-    verdict = "met" if overhead <= GOAL_PERCENT else "NOT met"
-    grains = opts["grains"]
+    """The report's Markdown."""
+    pristine = measured[VARIANTS[0].name]
+    on = measured["series, interfaces on"]
+    first = on.runs[0]
+    base_wall, base_cpu = pristine.median("seconds"), pristine.median("cpu_seconds")
+    rows = []
+    for variant in VARIANTS:
+        m = measured[variant.name]
+        rows.append(
+            (
+                variant.name,
+                f"{m.median('seconds'):.4f}",
+                m.spread("seconds"),
+                f"{m.median('cpu_seconds'):.4f}",
+                m.spread("cpu_seconds"),
+                f"{percent_change(m.median('seconds'), base_wall):+.2f} %",
+                f"{percent_change(m.median('cpu_seconds'), base_cpu):+.2f} %",
+                f"{m.runs[0]['modules']} / {m.runs[0]['functions']}",
+            )
+        )
+    apply_ms = 1000 * on.median("apply_seconds")
     lines = [
-        "# Module interfaces: load-time cost",
+        "# Module interfaces: load-time cost against Salt 3008.3",
         "",
         report.environment(),
-        f"Host grains: os={grains.get('os')}, os_family={grains.get('os_family')}. "
-        f"Reproduce: `{command}`.",
+        f"Host grains: os={first['os']}, os_family={first['os_family']}. "
+        f"Trees: {commits}. Reproduce: `{command}` (writes "
+        f"`benchmarks/results/{NAME}.md` and `.json`).",
         "",
-        f"Goal: loading all execution modules with interfaces on costs at most "
-        f"{GOAL_PERCENT:g} % more time than with them off. **Goal {verdict}: "
-        f"{overhead:+.2f} % (median).**",
+        *verdicts(measured),
         "",
         "## All execution modules",
         "",
-        f"{rounds} full loads per mode, interleaved in one process (on/off, "
-        "off/on, ...), each a fresh `salt.loader.minion_mods` with "
-        f"`salt.loader.utils`, then `_load_all()`: {on.modules} virtual modules, "
-        f"{on.functions} functions; interfaces applied to: "
-        f"{', '.join(on.interfaces) or 'none'}.",
+        f"{len(on.runs)} runs; in each, every variant in a fresh process (the "
+        f"order rotates from run to run) does its warm-up loads, then {loads} "
+        "full loads, each a fresh `salt.loader.minion_mods` with "
+        "`salt.loader.utils`, then `_load_all()`. Per variant: the median over "
+        "runs of each run's median, and the lowest and highest run median "
+        "(spread). CPU is the worker's process time, less sensitive to the "
+        "other load on a shared machine than wall time. Interfaces applied "
+        f"with them on: {', '.join(first['interfaces']) or 'none'}.",
         "",
         report.table(
-            ["interfaces", "median s", "p90 s", "min s", "max s", "CPU median s"],
             [
-                (
-                    label,
-                    f"{samples.median():.4f}",
-                    f"{samples.p90():.4f}",
-                    f"{min(samples.seconds):.4f}",
-                    f"{max(samples.seconds):.4f}",
-                    f"{samples.cpu_median():.4f}",
-                )
-                for label, samples in (("on", on), ("off", off))
+                "variant",
+                "wall median s",
+                "wall spread s",
+                "CPU median s",
+                "CPU spread s",
+                "wall vs pristine",
+                "CPU vs pristine",
+                "modules / functions",
             ],
+            rows,
         ),
         "",
-        f"Overhead (median on vs off): **{overhead:+.2f} %**; "
-        f"p90: {percent_change(on.p90(), off.p90()):+.2f} %; process CPU time "
-        f"(less sensitive to other load on the machine): "
-        f"{percent_change(on.cpu_median(), off.cpu_median()):+.2f} %.",
-        "",
         f"Time inside `LazyLoader._apply_interface` per full load (interfaces "
-        f"on, both loaders `minion_mods` creates): median "
-        f"{apply_median * 1000:.3f} ms = {apply_median / on.median() * 100:.3f} % "
-        "of the load. Any difference beyond that is run-to-run noise of a shared "
-        "machine; with interfaces off the loader only checks each module for a "
-        "declaration.",
+        f"on, both loaders `minion_mods` creates): median {apply_ms:.3f} ms = "
+        f"{apply_ms / 10 / on.median('seconds'):.3f} % of the load. With "
+        "interfaces off the loader does not import `salt.interfaces` and "
+        "`in`/`get()` are `Mapping`'s, as in 3008.3: any difference between "
+        "the first two rows is the machine's noise.",
         "",
         "## One declaring module, without `__virtual__`",
         "",
-        "`salt.loader.raw_mod`: import, register and (on) apply the interface "
-        "of one module, a fresh loader each time. A minion loads one `pkg` "
-        "provider, so at most one of these rows is part of a full load.",
+        "`salt.loader.raw_mod`: import and register one module (and, on, apply "
+        "its interface), a fresh loader each time; median ms over runs of each "
+        "run's median. A minion loads one `pkg` provider, so at most one of "
+        "these rows is part of a full load.",
         "",
         report.table(
-            ["module", "on median ms", "off median ms", "overhead"],
-            [single_row(name, times) for name, times in single.items()],
+            ["module", *(f"{v.name} ms" for v in VARIANTS), "on vs pristine"],
+            [
+                (
+                    module,
+                    *(f"{measured[v.name].single_ms(module):.2f}" for v in VARIANTS),
+                    f"{percent_change(on.single_ms(module), pristine.single_ms(module)):+.1f} %",
+                )
+                for module in DECLARING_MODULES
+            ],
         ),
     ]
     return "\n".join(lines)
 
 
-def run(rounds: int = 20, single_rounds: int = 30) -> Path:
-    """Measure both modes, write ``results/interfaces-load.md``, return its path."""
-    with tempfile.TemporaryDirectory(prefix="interfaces-load-") as workdir:
-        opts = minion_opts(Path(workdir))
-        # Warm-up: first imports of every module and its dependencies
-        load_all(opts, True, Samples())
-        load_all(opts, False, Samples())
-        full = {True: Samples(), False: Samples()}
-        interleave(rounds, lambda on: load_all(opts, on, full[on]))
-        single = {
-            name: measure_one(opts, name, single_rounds) for name in DECLARING_MODULES
+def run(
+    *, runs: int = 3, loads: int = 10, warmup: int = 2, single_loads: int = 20
+) -> Path:
+    """Measure every variant ``runs`` times, write the report, return its path."""
+    if runs < 3:
+        raise HarnessError("--runs must be at least 3 (medians with spread)")
+    layout = Layout.of_project()
+    tag = read_upstream(layout.upstream_file).tag
+    commits = describe_commits(layout.src_dir, tag)
+    measured = {v.name: Measured(v) for v in VARIANTS}
+    with tempfile.TemporaryDirectory(prefix="saltfleet-interfaces-load-") as tmp:
+        work = Path(tmp)
+        trees = {
+            "pristine": extract_tree(layout.src_dir, tag, work / "pristine"),
+            "series": extract_tree(layout.src_dir, "HEAD", work / "series"),
         }
-    command = (
-        f"nox -s bench -- interfaces --rounds {rounds} --single-rounds {single_rounds}"
+        for run_no in range(runs):
+            for variant in rotated(VARIANTS, run_no):
+                print(f"run {run_no + 1}/{runs}: {variant.name}", flush=True)
+                where = work / f"{run_no}-{variant.tree}-{variant.option}"
+                config = WorkerConfig(
+                    workdir=str(where / "minion"),
+                    module_interfaces=variant.option,
+                    loads=loads,
+                    warmup=warmup,
+                    single_loads=single_loads,
+                    single_modules=list(DECLARING_MODULES),
+                )
+                result = run_in_tree(
+                    "benchmarks.interfaces_load_worker",
+                    asdict(config),
+                    trees[variant.tree],
+                    where,
+                )
+                measured[variant.name].runs.append(result)
+    command = reproduce(runs, loads, warmup, single_loads)
+    report.write_data(
+        NAME,
+        {
+            "command": command,
+            "trees": commits,
+            "variants": {name: m.runs for name, m in measured.items()},
+        },
     )
-    markdown = render(
-        rounds=rounds, opts=opts, full=full, single=single, command=command
-    )
-    return report.write("interfaces-load", markdown)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: parse the options, run the benchmark, print the report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20, help="full loads per mode")
-    parser.add_argument(
-        "--single-rounds", type=int, default=30, help="loads per declaring module"
-    )
-    args = parser.parse_args(argv)
-    if args.rounds < 2 or args.single_rounds < 1:
-        parser.error("--rounds must be at least 2 and --single-rounds at least 1")
-    if getattr(salt, "__file__", None) is None:
-        # The project's salt/ (UPSTREAM, src/) shadows Salt when Salt is an
-        # editable install and the project root is on sys.path
-        parser.exit(
-            2,
-            f"error: 'salt' resolved to the directory {list(salt.__path__)}, "
-            "not to an installed Salt; install the patched Salt as a wheel "
-            "(nox -s bench does) or import salt before benchmarks\n",
-        )
-    path = run(args.rounds, args.single_rounds)
-    print(path.read_text())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    markdown = render(measured, command=command, commits=commits, loads=loads)
+    return report.write(NAME, markdown)

@@ -13,11 +13,12 @@ from typing import Final
 BENCHMARKS: Final = {
     "minions": "start-up, fan-out, footprint of simulated minions",
     "pillar": "file pillars vs PostgreSQL (4 variants) + micro",
-    "interfaces": "loading all execution modules, interfaces on vs off",
+    "interfaces": "loading all execution modules: pristine 3008.3, interfaces off, on",
     "storm": "a storm of jobs, rate limiting off vs on",
     "query": "query runner vs cache.grains; names; live",
     "pkgstates": "package states: PostgreSQL + ext_pillar vs per-minion SLS files",
     "pillar-compile": "master CPU per _pillar request: pristine 3008.3 vs the series",
+    "router": "pool router CPU per request, functions routes vs without",
 }
 
 

@@ -20,11 +20,6 @@ every counted minion must equal the reference merge of the generated data.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tarfile
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -33,6 +28,13 @@ from typing import Any
 
 from benchmarks import report
 from benchmarks.pillar_compile_worker import WorkerConfig
+from benchmarks.salt_trees import (
+    Variant,
+    describe_commits,
+    extract_tree,
+    rotated,
+    run_in_tree,
+)
 from harness.errors import HarnessError
 from harness.fleet import minion_ids
 from harness.pillar.files import write_tree
@@ -48,16 +50,6 @@ PILLARS = {"db": "DB-only (PostgreSQL ext_pillar)", "files": "file pillars"}
 # upstream's postgres module binds the minion id as the one positional
 # parameter; the series' module accepts that too, so both run the same query
 DB_QUERY = "SELECT pillar FROM salt_pillar_rows(%s)"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A Salt tree and whether it reuses its pillar loaders."""
-
-    name: str
-    tree: str  # "pristine" or "series"
-    reuse: bool | None  # None: the tree has no such option
 
 
 VARIANTS = (
@@ -87,33 +79,6 @@ class Measured:
         return f"{min(self.ms_per_request):.1f}-{max(self.ms_per_request):.1f}"
 
 
-def extract_tree(src: Path, ref: str, dest: Path) -> Path:
-    """``salt/`` of ``ref`` in the git repository ``src``, under ``dest``,
-    byte-compiled as an installed package is (pip compiles on install)."""
-    dest.mkdir(parents=True)
-    proc = subprocess.run(
-        ["git", "-C", str(src), "archive", "--format=tar", ref, "salt"],
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise HarnessError(
-            f"cannot read {ref} from {src}: {proc.stderr.decode().strip()} "
-            "(run `nox -s vendor`)"
-        )
-    archive = dest / "salt.tar"
-    archive.write_bytes(proc.stdout)
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-    archive.unlink()
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(dest / "salt")],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return dest
-
-
 def overrides(
     variant: Variant, pillar: str, *, info: ConnectionInfo, tree: Path
 ) -> dict[str, Any]:
@@ -121,8 +86,8 @@ def overrides(
     # Firing the cache-refresh event needs a running master's event bus;
     # without one each request would wait for its connect timeout.
     ret: dict[str, Any] = {"minion_data_cache_events": False}
-    if variant.reuse is not None:
-        ret["pillar_reuse_loaders"] = variant.reuse
+    if variant.option is not None:
+        ret["pillar_reuse_loaders"] = variant.option
     if pillar == "db":
         ret["postgres"] = info.salt_options()
         ret["ext_pillar"] = [{"postgres": [{"query": DB_QUERY, "as_json": True}]}]
@@ -135,36 +100,9 @@ def run_worker(
     config: WorkerConfig, salt_tree: Path, workdir: Path
 ) -> tuple[float, dict[str, Any]]:
     """Run one worker process; its CPU ms per request and its pillars."""
-    workdir.mkdir(parents=True)
-    config_file = workdir / "config.json"
-    result_file = workdir / "result.json"
-    config_file.write_text(json.dumps(asdict(config)))
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(salt_tree), str(PROJECT_ROOT)]),
-    }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.pillar_compile_worker",
-            str(config_file),
-            str(result_file),
-        ],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+    result = run_in_tree(
+        "benchmarks.pillar_compile_worker", asdict(config), salt_tree, workdir
     )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise HarnessError(f"pillar-compile worker failed ({salt_tree}):\n{tail}")
-    result = json.loads(result_file.read_text())
-    if not str(result["salt_file"]).startswith(str(salt_tree)):
-        raise HarnessError(
-            f"the worker imported Salt from {result['salt_file']}, not {salt_tree}"
-        )
     return 1000 * result["cpu_s"] / result["requests"], result["pillars"]
 
 
@@ -173,12 +111,6 @@ def wrong_pillars(
 ) -> list[str]:
     """The minions whose pillar is missing or not the reference merge."""
     return [m for m in minions if pillars.get(m) != merged_pillar(fleet, m)]
-
-
-def ordered(variants: Sequence[Variant], run: int) -> list[Variant]:
-    """``variants`` rotated by ``run``, so no variant always goes first."""
-    shift = run % len(variants)
-    return [*variants[shift:], *variants[:shift]]
 
 
 def run(
@@ -196,7 +128,7 @@ def run(
     config_minions, config_warmup = sample[warmup:], sample[:warmup]
     layout = Layout.of_project()
     tag = read_upstream(layout.upstream_file).tag
-    commits = _commits(layout.src_dir, tag)  # what is extracted below
+    commits = describe_commits(layout.src_dir, tag)  # what is extracted below
     measured = {(v.name, p): Measured(v.name, p) for p in PILLARS for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="saltfleet-pillar-compile-") as tmp:
         work = Path(tmp)
@@ -210,10 +142,10 @@ def run(
         with fleet_database(work / "pg", fleet) as pg:
             for run_no in range(runs):
                 for pillar in PILLARS:
-                    for variant in ordered(VARIANTS, run_no):
+                    for variant in rotated(VARIANTS, run_no):
                         print(f"run {run_no + 1}/{runs}: {pillar}, {variant.name}")
                         where = (
-                            work / f"{run_no}-{pillar}-{variant.tree}-{variant.reuse}"
+                            work / f"{run_no}-{pillar}-{variant.tree}-{variant.option}"
                         )
                         config = WorkerConfig(
                             workdir=str(where / "master"),
@@ -235,20 +167,6 @@ def run(
         runs=runs,
         commits=commits,
     )
-
-
-def _commits(src: Path, tag: str) -> str:
-    """Which commits of ``salt/src`` were measured."""
-    names = []
-    for ref in (tag, "HEAD"):
-        out = subprocess.run(
-            ["git", "-C", str(src), "log", "-1", "--format=%h %s", ref],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        names.append(f"`{ref}` = {out or '?'}")
-    return "; ".join(names)
 
 
 def reproduce(fleet_size: int, requests: int, warmup: int, runs: int) -> str:

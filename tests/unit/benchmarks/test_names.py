@@ -16,7 +16,7 @@ def test_an_unknown_name_is_refused_with_the_valid_choices() -> None:
     message = unknown_benchmark(["nosuchbench", "--minions", "5"])
     assert message == (
         "unknown benchmark 'nosuchbench': choose from minions, pillar, interfaces, storm, query, "
-        "pkgstates, pillar-compile"
+        "pkgstates, pillar-compile, router"
     )
 
 

@@ -36,14 +36,6 @@ def test_only_the_series_gets_the_reuse_option() -> None:
     assert "ext_pillar" not in files
 
 
-def test_every_variant_goes_first_once_in_as_many_runs() -> None:
-    firsts = {pillar_compile.ordered(VARIANTS, run)[0] for run in range(3)}
-    assert firsts == set(VARIANTS)
-    assert sorted(v.name for v in pillar_compile.ordered(VARIANTS, 4)) == sorted(
-        v.name for v in VARIANTS
-    )
-
-
 def test_a_missing_or_different_pillar_is_wrong() -> None:
     fleet = generate(["m1", "m2", "m3"])
     pillars = {"m1": merged_pillar(fleet, "m1"), "m2": {"other": 1}}
@@ -105,9 +97,9 @@ def test_the_report_says_which_goal_is_missed_and_by_how_much(
 
 
 def test_a_variant_is_a_tree_and_an_option() -> None:
-    assert [(v.tree, v.reuse) for v in VARIANTS] == [
+    assert [(v.tree, v.option) for v in VARIANTS] == [
         ("pristine", None),
         ("series", False),
         ("series", True),
     ]
-    assert Variant("x", "series", True).reuse is True
+    assert Variant("x", "series", True).option is True

@@ -1,0 +1,117 @@
+"""Salt trees that benchmarks compare: the pristine release and the series.
+
+``salt/src`` is a git repository (``nox -s vendor``): its tag
+``upstream/<version>`` is the unpatched sdist, ``HEAD`` the whole series. A
+benchmark extracts both and runs one worker process per tree with the tree
+first on ``PYTHONPATH``, so each measures the Salt it names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.errors import HarnessError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A Salt tree and the value of the option a benchmark varies."""
+
+    name: str
+    tree: str  # "pristine" or "series"
+    option: bool | None  # None: the tree has no such option
+
+
+def extract_tree(src: Path, ref: str, dest: Path) -> Path:
+    """``salt/`` of ``ref`` in the git repository ``src``, under ``dest``,
+    byte-compiled as an installed package is (pip compiles on install)."""
+    dest.mkdir(parents=True)
+    proc = subprocess.run(
+        ["git", "-C", str(src), "archive", "--format=tar", ref, "salt"],
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise HarnessError(
+            f"cannot read {ref} from {src}: {proc.stderr.decode().strip()} "
+            "(run `nox -s vendor`)"
+        )
+    archive = dest / "salt.tar"
+    archive.write_bytes(proc.stdout)
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(dest / "salt")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return dest
+
+
+def describe_commits(src: Path, tag: str) -> str:
+    """Which commits of ``salt/src`` were measured."""
+    names = []
+    for ref in (tag, "HEAD"):
+        out = subprocess.run(
+            ["git", "-C", str(src), "log", "-1", "--format=%h %s", ref],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        names.append(f"`{ref}` = {out or '?'}")
+    return "; ".join(names)
+
+
+def run_in_tree(
+    module: str, config: dict[str, Any], salt_tree: Path, workdir: Path
+) -> dict[str, Any]:
+    """Run ``python -m MODULE CONFIG RESULT`` with ``salt_tree`` first on
+    ``PYTHONPATH``; return RESULT's JSON.
+
+    The worker writes the ``salt_file`` it imported into RESULT, and it must
+    lie in ``salt_tree``: a Salt installed in the environment would otherwise
+    be measured under the tree's name.
+    """
+    workdir.mkdir(parents=True)
+    config_file = workdir / "config.json"
+    result_file = workdir / "result.json"
+    config_file.write_text(json.dumps(config))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(salt_tree), str(PROJECT_ROOT)]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", module, str(config_file), str(result_file)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise HarnessError(f"{module} failed ({salt_tree}):\n{tail}")
+    result: dict[str, Any] = json.loads(result_file.read_text())
+    if not str(result["salt_file"]).startswith(str(salt_tree)):
+        raise HarnessError(
+            f"the worker imported Salt from {result['salt_file']}, not {salt_tree}"
+        )
+    return result
+
+
+def rotated(items: Sequence[T], run: int) -> list[T]:
+    """``items`` rotated by ``run``, so no variant always goes first."""
+    shift = run % len(items)
+    return [*items[shift:], *items[:shift]]
