@@ -48,10 +48,12 @@ def _run(session: nox.Session, *args: str, **kwargs: Any) -> Any:
 
     nox turns every failed command into exit 1; the harness's codes mean
     something (75: the master's queue is full, 69: expired unpublished, 2: a
-    usage error), so they reach the caller unchanged.
+    usage error), so they reach the caller unchanged. ``install=True`` runs
+    it as an install step, which ``nox --install-only`` runs too.
     """
+    run = session.run_install if kwargs.pop("install", False) else session.run
     try:
-        return session.run(*args, **kwargs)
+        return run(*args, **kwargs)
     except nox.command.CommandFailed as exc:
         if exc.return_code is None:
             raise
@@ -88,12 +90,21 @@ def _install(session: nox.Session, *extras: str) -> None:
     _vendor(session)
     # once visibly (the first build takes a minute and says how far it is),
     # then silently for the path, which the first call built
-    _run(session, "python", "-c", "from series import vendor; vendor.build_wheel()")
-    wheel = session.run(
+    # install=True: `nox --install-only` must build it too, or there is no path
+    _run(
+        session,
+        "python",
+        "-c",
+        "from series import vendor; vendor.build_wheel()",
+        install=True,
+    )
+    wheel = _run(
+        session,
         "python",
         "-c",
         "from series import vendor; print(vendor.build_wheel())",
         silent=True,
+        install=True,
     )
     wheel_path = str(wheel).strip().splitlines()[-1]
     wanted = "\n".join(

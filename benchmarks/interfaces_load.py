@@ -37,7 +37,7 @@ from benchmarks.salt_trees import (
     run_in_tree,
 )
 from harness.errors import HarnessError
-from harness.vendor import Layout, read_upstream
+from harness.salttree import Layout, read_upstream
 
 NAME = "interfaces-load"
 # CPU time of a full load, at most this much more than pristine 3008.3

@@ -73,9 +73,19 @@ class Built:
 
 
 def build(
-    pr: PullRequest, deps: list[PullRequest], base: Base, dest: Path, author: Identity
+    pr: PullRequest,
+    deps: list[PullRequest],
+    base: Base,
+    dest: Path,
+    author: Identity,
+    series_repo: Path | None = None,
 ) -> Built:
-    """Clone ``base`` into ``dest`` and apply ``deps``' patches, then ``pr``'s."""
+    """Clone ``base`` into ``dest`` and apply ``deps``' patches, then ``pr``'s.
+
+    ``series_repo``, the vendored series (``salt/src``), lends its objects so
+    that ``git am --3way`` can merge a patch whose context differs from the
+    base (see :func:`_borrow_objects`).
+    """
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +98,8 @@ def build(
         raise UpstreamError(
             f"cannot clone the base {base.repo}: {clone.stderr.strip()}"
         )
+    if series_repo is not None:
+        _borrow_objects(dest, series_repo)
     built = Built(dest)
     git = _Git(dest, author)
     git.run("config", "core.autocrlf", "false")
@@ -106,6 +118,25 @@ def build(
     return built
 
 
+def _borrow_objects(dest: Path, series_repo: Path) -> None:
+    """Let the clone at ``dest`` read the objects of ``series_repo``.
+
+    Two PRs that each add a neighbouring entry to one list (the runners'
+    doc index) cannot both apply to the base as patch files: the second one's
+    context holds the first one's line. git merges such a PR as ``git
+    rebase`` or GitHub would, three-way, when it has the blobs the patch was
+    made from; the vendored series has them. A patch that changes what it
+    lacks still fails.
+    """
+    objects = series_repo / ".git" / "objects"
+    if not objects.is_dir():
+        return
+    alternates = dest / ".git" / "objects" / "info" / "alternates"
+    alternates.parent.mkdir(parents=True, exist_ok=True)
+    with alternates.open("a") as fh:
+        fh.write(f"{objects.resolve()}\n")
+
+
 def _apply(
     git: _Git,
     patch: PatchFile,
@@ -121,6 +152,10 @@ def _apply(
         built.failed_patch = patch.path.name
         built.reason = _why(git, patch)
         return False
+    if "3-way merge" in proc.stdout + proc.stderr:
+        built.notes.append(
+            f"{patch.path.name[:4]} merged three-way: its context differs from the base"
+        )
     amend = ["commit", "-q", "--amend", "--no-edit", "--no-verify"]
     if patch.author_is_placeholder and patch.author != str(author):
         amend.append(f"--author={author}")

@@ -333,7 +333,14 @@ def _process(
     dest = workdir / pr.id
     for scratch in ("lint-after", "lint-before"):
         shutil.rmtree(dest / scratch, ignore_errors=True)
-    built = build.build(pr, deps, base, dest / "repo", author)
+    built = build.build(
+        pr,
+        deps,
+        base,
+        dest / "repo",
+        author,
+        series_repo=vendor.Layout.of_project().src_dir,
+    )
     row.details += built.notes
     row.details += [f"fragment {old} -> {new}" for old, new in built.fragments]
     if not built.applied:

@@ -94,13 +94,18 @@ def series(upstream_tree: Path, tmp_path: Path) -> list[PatchFile]:
     return [read_patch(p) for p in sorted(out.glob("*.patch"))]
 
 
-@pytest.fixture
-def base(upstream_tree: Path) -> Base:
+def tree_base(repo: Path, rev: str) -> Base:
+    """A 3008.x base that is the test tree ``repo`` at ``rev``."""
     return Base(
         branch="3008.x",
         label="3008.x: test tree",
-        repo=upstream_tree,
-        rev="upstream/1.0",
+        repo=repo,
+        rev=rev,
         sha256=None,
         note="test tree",
     )
+
+
+@pytest.fixture
+def base(upstream_tree: Path) -> Base:
+    return tree_base(upstream_tree, "upstream/1.0")

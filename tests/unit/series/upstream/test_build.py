@@ -6,9 +6,10 @@ import subprocess
 
 from series.upstream import build
 from series.upstream.build import Identity
-from series.upstream.prmap import parse
+from series.upstream.patchfile import read_patch
+from series.upstream.prmap import PullRequest, parse
 
-from .conftest import git
+from .conftest import commit, git, tree_base
 from .test_prmap import _map
 
 ME = Identity("Jane Doe", "jane@suse.com")
@@ -75,3 +76,53 @@ def test_rebuilding_starts_from_scratch(tmp_path, series, base):
     second = build.build(a, [], base, tmp_path / "A", ME)
     assert first.applied and second.applied
     assert len(_log(second.repo, "HEAD", "%s")) == 2
+
+
+def test_a_patch_with_another_prs_line_in_its_context_merges_three_way(tmp_path):
+    # Two PRs add neighbouring entries to one index: the second patch's
+    # context holds the first one's line. With the series' objects git merges
+    # it as a rebase would; without them it does not apply.
+    lines = "".join(f"{name}\n" for name in "abcdefgh")
+    series_repo = tmp_path / "series"
+    series_repo.mkdir()
+    git(series_repo, "init", "-q", "-b", "main")
+    commit(series_repo, {"doc/index.rst": lines}, "pristine")
+    commit(
+        series_repo,
+        {"doc/index.rst": lines.replace("c\n", "c\nc2\n")},
+        "Add the c2 entry",
+    )
+    commit(
+        series_repo,
+        {"doc/index.rst": lines.replace("c\n", "c\nc2\n").replace("d\n", "d\nd2\n")},
+        "Add the d2 entry",
+    )
+    out = tmp_path / "patches"
+    git(series_repo, "format-patch", "-q", "-o", str(out), "HEAD~2..HEAD")
+    series = [read_patch(p) for p in sorted(out.glob("*.patch"))]
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    commit(upstream, {"doc/index.rst": lines}, "pristine")
+    base = tree_base(upstream, "main")
+    pr = PullRequest(
+        id="D2",
+        title="Add the d2 entry",
+        base="3008.x",
+        type="added",
+        issue="placeholder",
+        references=(),
+        depends=(),
+        patches=(series[1],),
+        what="d2",
+        previous="",
+        new="",
+    )
+    alone = build.build(pr, [], base, tmp_path / "alone", ME)
+    assert not alone.applied
+    merged = build.build(pr, [], base, tmp_path / "merged", ME, series_repo=series_repo)
+    assert merged.applied, merged.failure
+    assert (merged.repo / "doc/index.rst").read_text() == lines.replace(
+        "d\n", "d\nd2\n"
+    )
+    assert f"{series[1].path.name[:4]} merged three-way" in " ".join(merged.notes)
