@@ -317,6 +317,15 @@ def update(name, *entries, packages=None, unmanage=None, comment=None, **kwargs)
     return _call(action, kwargs)
 
 
+def _resolved_for(store, minion, revision):
+    """The package state resolved for ``minion``, if the caller may read it."""
+    if revision is not None:
+        raise SaltInvocationError("revision= applies to a state, not to minion=")
+    _may([access.READ_FUNCTION], [minion], "read the package state of")
+    _known(minion)
+    return store.resolve_for_minion(minion, _grains(minion))
+
+
 def show(name=None, revision=None, minion=None, **kwargs):
     """
     Show a state's current (or given) revision and its assignments, the
@@ -338,13 +347,7 @@ def show(name=None, revision=None, minion=None, **kwargs):
         if name is not None and minion is not None:
             raise SaltInvocationError("give a state name or minion=<id>, not both")
         if minion is not None:
-            if revision is not None:
-                raise SaltInvocationError(
-                    "revision= applies to a state, not to minion="
-                )
-            _may([access.READ_FUNCTION], [minion], "read the package state of")
-            _known(minion)
-            return store.resolve_for_minion(minion, _grains(minion))
+            return _resolved_for(store, minion, revision)
         if name is None:
             return {
                 s.name: {"revision": s.revision, "kind": s.kind}
@@ -508,13 +511,7 @@ def export(name=None, revision=None, minion=None, **kwargs):
         if (name is None) == (minion is None):
             raise SaltInvocationError("give a state name or minion=<id>")
         if minion is not None:
-            if revision is not None:
-                raise SaltInvocationError(
-                    "revision= applies to a state, not to minion="
-                )
-            _may([access.READ_FUNCTION], [minion], "read the package state of")
-            _known(minion)
-            resolved = store.resolve_for_minion(minion, _grains(minion))
+            resolved = _resolved_for(store, minion, revision)
             return render.export_resolved(minion, resolved)
         rev = store.show(name, _number(revision, "revision"))
         return render.export_revision(rev.state, rev.revision, rev.entries)
