@@ -202,6 +202,8 @@ def tests(session: nox.Session) -> None:
                 "series.timing_reruns",
                 "--slow-callbacks",
                 str(ROOT / "patches" / "upstream-slow-callbacks"),
+                "--timing-sensitive",
+                str(ROOT / "patches" / "upstream-timing-sensitive"),
                 *SALT_PYTEST,
                 *KEEP_FAILED_TMP,
                 "--",

@@ -17,12 +17,17 @@ never silent.
 Command line (what ``nox -s tests`` runs)::
 
     python -m series.timing_reruns [--reruns N] [--slow-callbacks FILE]
-        [PYTEST_OPTION ...] -- PATH ...
+        [--timing-sensitive FILE] [PYTEST_OPTION ...] -- PATH ...
 
 Tests that exceed the check on the pristine release itself, on this kind of
 machine, are listed in ``patches/upstream-slow-callbacks`` and run with a
 raised threshold (``--slow-callbacks``; see
 ``series/pytest_plugins/saltfleet_timing.py``): a rerun would not help them.
+
+Tests whose own assertions measure wall time, and fail on the pristine release
+when the machine is loaded, are listed in ``patches/upstream-timing-sensitive``
+(``--timing-sensitive``): any failure of one of them is run again alone, as a
+slow-callback failure is; failing again alone still fails the run.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from series.pytest_plugins.saltfleet_timing import known_slow
 
 PLUGIN_DIR = Path(__file__).parent / "pytest_plugins"
 PLUGIN = "saltfleet_timing"
@@ -71,13 +78,15 @@ def run(
     workers: int = 1,
     reruns: int = DEFAULT_RERUNS,
     slow_callbacks: Path | None = None,
+    timing_sensitive: Path | None = None,
     capture: bool = False,
     timeout: float | None = None,
 ) -> Outcome:
     """Run ``pytest_cmd`` (``python -m pytest`` and options) on ``paths``.
 
     ``slow_callbacks``: a file of tests known to exceed the check on the
-    pristine release; they run with a raised threshold. ``capture`` collects
+    pristine release; they run with a raised threshold. ``timing_sensitive``:
+    a file of tests whose any failure is run again alone. ``capture`` collects
     the output of every run in :attr:`Outcome.runs` instead of letting it
     through. ``timeout`` bounds all runs together;
     :class:`subprocess.TimeoutExpired` goes to the caller.
@@ -86,6 +95,9 @@ def run(
     outputs: list[str] = []
     said: list[str] = []  # with capture: goes in front of the next run's output
     env = _with_plugin(dict(os.environ if env is None else env))
+    sensitive = (
+        frozenset(known_slow(timing_sensitive)) if timing_sensitive else frozenset()
+    )
 
     def tell(line: str) -> None:
         if capture:
@@ -131,45 +143,54 @@ def run(
         returncode = pytest([*(["-n", str(workers)] if workers > 1 else []), *paths])
         reran: list[str] = []
         note = ""
+        cause = CHECK
         for attempt in range(1, reruns + 1):
             if returncode != TESTS_FAILED:
                 break
-            timing = timing_only_failures(record)
+            timing = timing_only_failures(record, sensitive)
             if timing is None:
                 break
             # a rerun runs only these, so later ones fail a subset of the first
             reran = reran or timing
+            if sensitive.intersection(timing):
+                cause = f"{CHECK} or, known timing-sensitive, their own timing"
             tell(
-                f"{len(timing)} test(s) failed only {CHECK}; running them again "
+                f"{len(timing)} test(s) failed only {cause}; running them again "
                 f"alone ({attempt} of {reruns}): {' '.join(timing)}"
             )
             record.unlink(missing_ok=True)
             returncode = pytest(timing)
             if returncode == 0:
                 note = (
-                    f"{len(reran)} test(s) failed only {CHECK} and passed "
+                    f"{len(reran)} test(s) failed only {cause} and passed "
                     f"when run again alone: {' '.join(reran)}"
                 )
                 tell(note)
         if reran and returncode != 0:
-            note = f"{len(reran)} test(s) failed {CHECK} and did not pass when run again alone"
+            note = f"{len(reran)} test(s) failed {cause} and did not pass when run again alone"
             tell(note)
     if said and outputs:
         outputs[-1] += "".join(said)
     return Outcome(returncode, outputs, reran, note)
 
 
-def timing_only_failures(record: Path) -> list[str] | None:
+def timing_only_failures(
+    record: Path, sensitive: frozenset[str] = frozenset()
+) -> list[str] | None:
     """The failed tests, if the slow-callback check alone failed every one.
 
-    ``None`` when the record is missing or empty (pytest did not get to
-    write it) or any failure was something else.
+    A test in ``sensitive`` (known to fail its own timing under load on the
+    pristine release) counts whatever failed it. ``None`` when the record is
+    missing or empty (pytest did not get to write it) or any failure was
+    something else.
     """
     try:
         failed = json.loads(record.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(failed, dict) or not failed or not all(failed.values()):
+    if not isinstance(failed, dict) or not failed:
+        return None
+    if not all(timing or test in sensitive for test, timing in failed.items()):
         return None
     return sorted(failed)
 
@@ -188,7 +209,7 @@ def _with_plugin(env: dict[str, str]) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``[--reruns N] [--slow-callbacks FILE] [PYTEST_OPTION ...] -- PATH ...``.
+    """``[--reruns N] [--slow-callbacks FILE] [--timing-sensitive FILE] [PYTEST_OPTION ...] -- PATH ...``.
 
     Exits with pytest's code, or 2 for a bad command line. SIGTERM (nox or
     CI stopping the run) ends it like Ctrl-C: the running pytest is killed
@@ -197,8 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     args = list(sys.argv[1:] if argv is None else argv)
     reruns = DEFAULT_RERUNS
-    slow_callbacks = None
-    while args[:1] in (["--reruns"], ["--slow-callbacks"]):
+    lists: dict[str, Path | None] = {
+        "--slow-callbacks": None,
+        "--timing-sensitive": None,
+    }
+    while args[:1] in (["--reruns"], ["--slow-callbacks"], ["--timing-sensitive"]):
         flag, value = args[0], args[1] if len(args) > 1 else ""
         if flag == "--reruns" and not value.isdigit():
             print(
@@ -208,11 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if flag == "--reruns":
             reruns = int(value)
         else:
-            slow_callbacks = Path(value).resolve()
-            if not value or not slow_callbacks.is_file():
-                print(
-                    f"error: --slow-callbacks: no such file: {value!r}", file=sys.stderr
-                )
+            listed = lists[flag] = Path(value).resolve()
+            if not value or not listed.is_file():
+                print(f"error: {flag}: no such file: {value!r}", file=sys.stderr)
                 return 2
         args = args[2:]
     if "--" not in args:
@@ -238,7 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cwd=Path.cwd(),
         workers=workers,
         reruns=reruns,
-        slow_callbacks=slow_callbacks,
+        slow_callbacks=lists["--slow-callbacks"],
+        timing_sensitive=lists["--timing-sensitive"],
     )
     return outcome.returncode
 

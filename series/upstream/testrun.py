@@ -42,6 +42,7 @@ _COUNTS = re.compile(
 NO_TESTS_COLLECTED = 5
 #: upstream tests over the 50 ms slow-callback check on the pristine release
 SLOW_CALLBACKS = vendor.Layout.of_project().patches_dir / "upstream-slow-callbacks"
+TIMING_SENSITIVE = vendor.Layout.of_project().patches_dir / "upstream-timing-sensitive"
 AREA_LIMIT = 60
 
 
@@ -115,6 +116,7 @@ def run(
             env=env,
             workers=workers,
             slow_callbacks=SLOW_CALLBACKS,
+            timing_sensitive=TIMING_SENSITIVE,
             capture=True,
             timeout=timeout,
         )

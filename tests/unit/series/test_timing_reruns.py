@@ -289,3 +289,60 @@ def test_sigterm_stops_pytest_and_leaves_no_temp_dir(tmp_path):
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
         proc.communicate()
+
+
+# fails its own assertion the first time it runs, passes the second: a test
+# that measures wall time on a loaded machine
+FLAKY_ONCE = """
+    import pathlib
+
+    def test_fine():
+        pass
+
+    def test_waits():
+        marker = pathlib.Path(__file__).parent / "waited"
+        if not marker.exists():
+            marker.write_text("1")
+            assert False, "data came back before min_wait_time"
+"""
+
+
+def _run_with_sensitive(tree, listed):
+    sensitive = tree / "timing-sensitive"
+    sensitive.write_text("# a reason\n" + "".join(f"{t}\n" for t in listed))
+    pytest_cmd = [sys.executable, "-m", "pytest", "-c", os.devnull, "-q"]
+    return timing_reruns.run(
+        [*pytest_cmd, "--rootdir", str(tree), "-p", "no:cacheprovider"],
+        ["test_x.py"],
+        cwd=tree,
+        capture=True,
+        timeout=120,
+        timing_sensitive=sensitive,
+    )
+
+
+def test_a_listed_timing_sensitive_test_runs_again_alone_whatever_failed_it(tmp_path):
+    tree = _project(tmp_path, FLAKY_ONCE)
+
+    outcome = _run_with_sensitive(tree, ["test_x.py::test_waits"])
+
+    assert outcome.returncode == 0
+    assert outcome.reran == ["test_x.py::test_waits"]
+    assert "known timing-sensitive" in outcome.note
+    assert len(outcome.runs) == 2
+
+
+def test_the_same_failure_of_a_test_not_listed_fails_the_run(tmp_path):
+    tree = _project(tmp_path, FLAKY_ONCE)
+
+    outcome = _run_with_sensitive(tree, ["test_x.py::test_fine"])
+
+    assert outcome.returncode == 1
+    assert outcome.reran == []
+    assert len(outcome.runs) == 1
+
+
+def test_a_missing_timing_sensitive_file_is_a_usage_error(tmp_path, capsys):
+    missing = tmp_path / "nope"
+    assert timing_reruns.main(["--timing-sensitive", str(missing), "--", "t"]) == 2
+    assert "--timing-sensitive: no such file" in capsys.readouterr().err
