@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
+from benchmarks.pkgstates.highstate import variant_names
 from harness.argtypes import positive
 
 #: how the report's "Reproduce" line starts
@@ -58,8 +59,21 @@ class PkgstatesOptions:
     timeout: int = _option(
         900, positive, "seconds a highstate round may take (default: %(default)s)"
     )
+    highstate_rounds: int = _option(
+        3,
+        positive,
+        "highstate rounds per variant, each after a new revision "
+        "(default: %(default)s)",
+    )
+    variants: str = _option(
+        "off,on,cache",
+        variant_names,
+        "master set-ups of the highstate rounds, one after the other: off "
+        "(pillar_reuse_loaders off, today's default), on, cache (Salt's "
+        "pillar_cache) (default: %(default)s)",
+    )
     no_highstate: bool = _option(
-        False, None, "skip the highstate round on a real master (no stack started)"
+        False, None, "skip the highstate rounds on a real master (no stack started)"
     )
     output_name: str = _option(
         "pkgstates",
