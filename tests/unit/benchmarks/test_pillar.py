@@ -75,3 +75,26 @@ def test_fair_top_gives_each_minion_its_rows_in_merge_order() -> None:
         ]
         want = [_sls_name(_row_path(r, fleet)) for r in rows_for(fleet, minion_id)]
         assert got == want
+
+
+def test_ratio_lines_say_met_missed_or_no_goal() -> None:
+    by_name = {
+        "db-function": pillar.FleetResult("db-function", p99_s=[10.0, 12.0, 8.0]),
+        "db-function+reuse": pillar.FleetResult(
+            "db-function+reuse", p99_s=[4.0, 5.0, 3.0]
+        ),
+    }
+    p99 = pillar._p99_median
+    assert pillar._ratio_goal(
+        by_name, "db-function+reuse", "db-function", "p99", p99, 0.3
+    ) == (
+        "- db-function+reuse p99 = 0.40 x db-function (goal <= 0.3): NOT met (by 1.3x)"
+    )
+    assert pillar._ratio_goal(
+        by_name, "db-function+reuse", "db-function", "p99", p99, 0.5
+    ) == ("- db-function+reuse p99 = 0.40 x db-function (goal <= 0.5): met")
+    assert pillar._ratio_goal(
+        by_name, "db-function+reuse", "db-function", "p99", p99, None
+    ) == ("- db-function+reuse p99 = 0.40 x db-function (no goal)")
+    # a variant that was not run has no line
+    assert pillar._ratio_goal(by_name, "files", "db-function", "p99", p99, 1) is None
