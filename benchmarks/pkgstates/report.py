@@ -164,11 +164,17 @@ def _highstate_lines(
         "",
         "`off` is today's master: the series with its default "
         "(`pillar_reuse_loaders: False`), what `benchmarks/results/pkgstates.md` "
-        "measured before. `cache` is Salt 3008.3's own answer, a stock master "
-        "tuned with `pillar_cache` (the series' code, reuse off): after the "
-        "first compile of a minion its pillar comes from the cache until "
-        "`pillar_cache_ttl` expires or the cache is cleared, so a new revision "
-        "does not reach its highstates.",
+        "measured before."
+        + (
+            " `cache` is Salt 3008.3's own answer, a stock master tuned with "
+            "`pillar_cache` (the series' code, reuse off): after the first "
+            "compile of a minion its pillar comes from the cache until "
+            "`pillar_cache_ttl` expires or the cache is cleared, so a new "
+            "revision does not reach its highstates."
+            if any(v.name == "cache" for v in highstate)
+            else " Salt's own `pillar_cache` (`--variants ...,cache`) was not "
+            "run here; `pillar.md` compares it."
+        ),
         "",
         "Per round (seconds to the last return / new revision applied on):",
         "",
