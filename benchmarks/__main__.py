@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.names import BENCHMARKS
+from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
+from benchmarks.pillar import variant_list as pillar_variants
 from benchmarks.pkgstates import options as pkgstates_options
 from benchmarks.storm import options as storm_options
 from harness.argtypes import positive
@@ -31,6 +33,14 @@ def _main(argv: Sequence[str] | None) -> int:
     p.add_argument("--rounds", type=positive, default=10)
     p.add_argument("--workers", type=positive, default=4)
     p.add_argument("--micro-calls", type=positive, default=2000)
+    p.add_argument(
+        "--variants",
+        type=pillar_variants,
+        default=list(PILLAR_VARIANTS),
+        help="comma-separated, in run order: SOURCE[+reuse|+cache], SOURCE one "
+        "of files, files-fair, db-function, db-queries, db-upstream "
+        "(default: %(default)s)",
+    )
     p = sub.add_parser("interfaces", help=BENCHMARKS["interfaces"])
     p.add_argument("--runs", type=positive, default=3, help="at least 3")
     p.add_argument("--loads", type=positive, default=10, help="full loads per run")
@@ -133,6 +143,7 @@ def _run(args: argparse.Namespace) -> Path:
             rounds=args.rounds,
             workers=args.workers,
             micro_calls=args.micro_calls,
+            names=args.variants,
         )
     return path
 

@@ -169,18 +169,25 @@ def run(
     )
 
 
+def command_line(name: str, flags: Sequence[tuple[str, object, object]]) -> str:
+    """``nox -s bench -- NAME`` with each ``(flag, value, default)`` whose
+    value is not its default."""
+    args = [f"nox -s bench -- {name}"]
+    args += [f"{flag} {value}" for flag, value, default in flags if value != default]
+    return " ".join(args)
+
+
 def reproduce(fleet_size: int, requests: int, warmup: int, runs: int) -> str:
     """The command that regenerates the report with these settings."""
-    args = ["nox -s bench -- pillar-compile"]
-    for flag, value, default in (
-        ("--fleet", fleet_size, 1000),
-        ("--requests", requests, 200),
-        ("--warmup", warmup, 5),
-        ("--runs", runs, 3),
-    ):
-        if value != default:
-            args.append(f"{flag} {value}")
-    return " ".join(args)
+    return command_line(
+        NAME,
+        (
+            ("--fleet", fleet_size, 1000),
+            ("--requests", requests, 200),
+            ("--warmup", warmup, 5),
+            ("--runs", runs, 3),
+        ),
+    )
 
 
 def write_report(
@@ -227,7 +234,11 @@ def write_report(
         "whole patch series, `pillar_reuse_loaders` off (its default) and on. "
         "All use the same query; pristine's postgres module connects for "
         "every compile, the series' keeps one connection (`postgres:pool_size`, "
-        "patch 0006), so `series, reuse off` vs `on` isolates this change.",
+        "patch 0006), so `series, reuse off` vs `on` isolates this change. "
+        "With reuse on, a worker also keeps the list of SLS files and the "
+        "rendered top.sls (it has no template syntax) until a directory of "
+        "`pillar_roots` or the top file changes; matching the top file's "
+        "entries against the minion still runs for every request.",
         "",
     ]
     for pillar, title in PILLARS.items():
@@ -282,9 +293,10 @@ def write_report(
         )
     )
     lines += [
-        "- not measured here: the 1000-minion highstate round "
-        "(`nox -s bench -- pkgstates`) and the `pillar.items` p99 over 1000 "
-        "minions; both need the whole stack and were not run for this report.",
+        "- not measured here: the 1000-minion highstate round and the "
+        "`pillar.items` p99 over 1000 minions need the whole stack; they are "
+        "in `pkgstates.md` (`nox -s bench -- pkgstates`) and `pillar.md` "
+        "(`nox -s bench -- pillar`).",
         "",
     ]
     plot = report.bar_plot(

@@ -75,7 +75,7 @@ from evil_minions.packages import (
     offered_fillers,
     package_version,
 )
-from evil_minions.pkgstate_apply import apply_package_states
+from evil_minions.pkgstate_apply import apply_package_states, state_id
 from evil_minions.replay import (
     ReplayCall,
     ReplayStore,
@@ -121,6 +121,7 @@ __all__ = [
     "run_cli",
     "seed_master",
     "set_slowdown",
+    "state_id",
     "synthetic_grains",
     "wait_ready",
 ]

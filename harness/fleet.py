@@ -46,6 +46,7 @@ from evil_minions import (
     package_version,
     prepare_keys,
     read_status,
+    state_id,
     synthetic_grains,
 )
 from harness.master import Master
@@ -73,6 +74,7 @@ __all__ = [
     "offered_fillers",
     "os_profile_for",
     "package_version",
+    "state_id",
     "synthetic_grains",
 ]
 

@@ -1,25 +1,72 @@
-"""The highstate round: ``salt '*' state.apply pkgstate`` on simulated minions through a real master.
+"""The highstate rounds: ``salt '*' state.apply pkgstate`` on simulated minions through a real master.
 
 The master runs the ``pkgstate`` ext_pillar, master_tops and engine on the
 benchmark's PostgreSQL (:mod:`harness.pkgstate_master`); every simulated minion
 fetches its pillar with a real ``_pillar`` request and applies
 ``pillar['pkgstate']['packages']`` to its package set
-(:mod:`evil_minions.pkgstate_apply`). Two rounds: the first brings every minion to
-its state (changes), the second finds nothing to do (no changes).
+(:mod:`evil_minions.pkgstate_apply`).
+
+Each variant (:data:`VARIANTS`: how the master compiles pillars) gets its own
+master and fleet, one after the other, and the same rounds: save a new
+revision of the group that holds every minion, then run the round. A minion
+has seen the revision when the states it applied are the ones the revision
+resolves to for it; save-to-visible ends with the return of the last minion
+of the round, and only when every minion has seen it.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from harness.fleet import FleetConfig
+from benchmarks.pkgstates.scenario import Scenario, changed_revision, grains_of
+from harness.fleet import FleetConfig, state_id
 
 #: the SLS of the shipped package state
 SLS = "pkgstate"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How the master compiles pillars: a label and its master options."""
+
+    label: str
+    master_opts: Mapping[str, Any]
+
+
+#: the master set-ups a run compares, by the name ``--variants`` takes
+VARIANTS: Final = {
+    "off": Variant(
+        "today: pillar_reuse_loaders off (the default)",
+        {"pillar_reuse_loaders": False},
+    ),
+    "on": Variant("pillar_reuse_loaders on", {"pillar_reuse_loaders": True}),
+    "cache": Variant(
+        "stock tuning: pillar_cache on (disk, ttl 3600 s), reuse off",
+        {
+            "pillar_reuse_loaders": False,
+            "pillar_cache": True,
+            "pillar_cache_ttl": 3600,
+            "pillar_cache_backend": "disk",
+        },
+    ),
+}
+
+
+def variant_names(value: str) -> str:
+    """A comma-separated list of :data:`VARIANTS` names (argparse type)."""
+    names = [name.strip() for name in value.split(",")]
+    unknown = [name for name in names if name not in VARIANTS]
+    if not value.strip() or unknown or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"invalid variants {value!r}: a comma-separated list without "
+            f"repetition of {', '.join(VARIANTS)}"
+        )
+    return ",".join(names)
 
 
 @dataclass
@@ -36,6 +83,27 @@ class HighstateRound:
     minions_changed: int = 0
     minions_failed: int = 0
     first_failure: str | None = None
+    #: the save of the revision before the round (0 when there was none)
+    save_s: float = 0.0
+    #: minions whose applied states are those of the new revision
+    visible: int = 0
+    first_stale: str | None = None
+    #: the applied state IDs of each minion, while the round is counted
+    applied: dict[str, set[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def save_to_visible_s(self) -> float:
+        """From the save to the last return: when every minion has seen it."""
+        return self.save_s + self.seconds
+
+
+@dataclass
+class VariantRounds:
+    """The rounds of one variant."""
+
+    name: str
+    label: str
+    rounds: list[HighstateRound] = field(default_factory=list)
 
 
 def count_states(round_: HighstateRound, minion_id: str, ret: Any) -> None:
@@ -45,9 +113,11 @@ def count_states(round_: HighstateRound, minion_id: str, ret: Any) -> None:
         round_.first_failure = round_.first_failure or f"{minion_id}: {ret!r}"[:300]
         return
     changed = failed = 0
+    applied = round_.applied.setdefault(minion_id, set())
     for chunk in ret.values():
         if not isinstance(chunk, Mapping) or chunk.get("__sls__") != SLS:
             continue
+        applied.add(str(chunk.get("__id__")))
         if chunk.get("result") is False:
             failed += 1
             if round_.first_failure is None:
@@ -60,6 +130,33 @@ def count_states(round_: HighstateRound, minion_id: str, ret: Any) -> None:
     round_.states_failed += failed
     round_.minions_changed += bool(changed)
     round_.minions_failed += bool(failed)
+
+
+def expected_states(resolved: Mapping[str, Any]) -> set[str]:
+    """The state IDs a minion applies for its resolved ``pkgstate`` pillar
+    (``pkg.held`` ones aside)."""
+    return {
+        state_id(str(entry.get("policy", "")), name)
+        for name, entry in resolved.get("packages", {}).items()
+    }
+
+
+def count_visible(round_: HighstateRound, store: Any, ids: Sequence[str]) -> None:
+    """Count the minions whose applied states are those the store resolves now."""
+    resolved = store.resolve_all({m: grains_of(m) for m in ids})
+    for minion_id in ids:
+        applied = {
+            sid
+            for sid in round_.applied.get(minion_id, set())
+            if not sid.startswith(state_id("held", ""))
+        }
+        if minion_id in round_.applied and applied == expected_states(
+            resolved[minion_id]
+        ):
+            round_.visible += 1
+        elif round_.first_stale is None:
+            round_.first_stale = minion_id
+    round_.applied.clear()
 
 
 def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
@@ -83,26 +180,51 @@ def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
 def run_highstate(
     *,
     dsn: str,
-    minions: int,
+    store: Any,
+    scenario: Scenario,
+    variants: Sequence[str],
+    rounds: int,
     package_count: int,
     processes: int,
     timeout: int,
     root: Path,
     progress: Callable[[str], None] = print,
-) -> list[HighstateRound]:
-    """Start a master + ``minions`` simulated minions on ``dsn``; two rounds."""
+) -> list[VariantRounds]:
+    """Per variant, a master + the scenario's simulated minions on ``dsn``;
+    ``rounds`` rounds, each after a new revision of the measured group."""
     from harness.stack import fleet_stack
 
     fleet = FleetConfig(
         processes=processes, package_count=package_count, startup_pillar=False
     )
-    rounds = []
-    with fleet_stack(minions, root=root, fleet=fleet, dsn=dsn, pkgstates=True) as stack:
-        for label in ("first (changes)", "second (nothing to do)"):
-            progress(f"highstate round {label}: {minions} minions")
-            rounds.append(_round(stack, minions, timeout))
-            progress(
-                f"  {rounds[-1].seconds:.1f} s, {rounds[-1].returns} returns, "
-                f"{rounds[-1].states_changed} states changed"
-            )
-    return rounds
+    group_state = scenario.state(f"group-{scenario.measured_group}")
+    minions = len(scenario.ids)
+    results = []
+    for name in variants:
+        variant = VARIANTS[name]
+        measured = VariantRounds(name, variant.label)
+        with fleet_stack(
+            minions,
+            root=root / name,
+            fleet=fleet,
+            dsn=dsn,
+            pkgstates=True,
+            master_opts=variant.master_opts,
+        ) as stack:
+            for index in range(rounds):
+                entries = changed_revision(group_state, f"highstate-{name}-{index}")
+                started = time.perf_counter()
+                store.save_revision(group_state.name, entries)
+                save_s = time.perf_counter() - started
+                progress(f"highstate {name} round {index + 1}: {minions} minions")
+                round_ = _round(stack, minions, timeout)
+                round_.save_s = save_s
+                count_visible(round_, store, scenario.ids)
+                measured.rounds.append(round_)
+                progress(
+                    f"  {round_.seconds:.1f} s, {round_.returns} returns, "
+                    f"{round_.states_changed} states changed, new revision "
+                    f"applied on {round_.visible}"
+                )
+        results.append(measured)
+    return results

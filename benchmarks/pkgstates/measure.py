@@ -51,10 +51,14 @@ class InProcessResult:
     entries_per_state: int
     ours: list[SaveRound] = field(default_factory=list)
     baseline: list[SaveRound] = field(default_factory=list)
-    #: compile of every minion's pillar (ours) / read+render of every file (baseline)
+    #: compile of every minion's pillar (ours, loaders built for each and
+    #: reused) / read+render of every file (baseline)
     compile_ours_s: list[float] = field(default_factory=list)
+    compile_reuse_s: list[float] = field(default_factory=list)
     compile_files_s: list[float] = field(default_factory=list)
     identical: int = 0
+    #: minions whose pillar from reused loaders was not the one from fresh ones
+    reuse_different: list[str] = field(default_factory=list)
     different: list[str] = field(default_factory=list)
     managed_per_minion: list[int] = field(default_factory=list)
 
@@ -77,17 +81,21 @@ def load_scenario(store: Any, scenario: Scenario) -> None:
 
 
 class PillarCompiler:
-    """Compiles one minion's pillar as the master does for a ``_pillar`` request."""
+    """Compiles one minion's pillar as the master does for a ``_pillar`` request;
+    with ``reuse``, as a master worker with ``pillar_reuse_loaders`` does."""
 
-    def __init__(self, opts: Mapping[str, Any]) -> None:
+    def __init__(self, opts: Mapping[str, Any], *, reuse: bool = False) -> None:
+        import salt.pillar
+
         self.opts = dict(opts, ext_pillar=EXT_PILLAR)
+        self.loaders = salt.pillar.PillarLoaders() if reuse else None
 
     def __call__(self, minion_id: str) -> dict[str, Any]:
         """The compiled pillar of ``minion_id`` (with its synthetic grains)."""
         import salt.pillar
 
         pillar = salt.pillar.Pillar(
-            self.opts, grains_of(minion_id), minion_id, "base"
+            self.opts, grains_of(minion_id), minion_id, "base", loaders=self.loaders
         ).compile_pillar()
         errors = pillar.get("_errors")
         if errors:
@@ -145,10 +153,13 @@ def measure(
     group_state = scenario.state(f"group-{scenario.measured_group}")
     affected = scenario.groups[scenario.measured_group]
     compile_pillar = PillarCompiler(opts)
+    # what proves visibility: a master worker that reuses its loaders
+    compile_reused = PillarCompiler(opts, reuse=True)
     result = InProcessResult(len(scenario.ids), len(affected), len(group_state.entries))
     tree.mkdir(parents=True, exist_ok=True)
     # warm-up: loaders, connections, the store's revision cache; files exist
     compile_pillar(affected[0])
+    compile_reused(affected[0])
     generate_files(store, tree, scenario.ids, "warm-up")
     for index in range(rounds):
         for variant in ("ours", "baseline"):
@@ -158,7 +169,7 @@ def measure(
             )
             if variant == "ours":
                 after_s, pillars = _timed(
-                    lambda: {m: compile_pillar(m)["pkgstate"] for m in affected}
+                    lambda: {m: compile_reused(m)["pkgstate"] for m in affected}
                 )
                 visible = sum(
                     _has_revision(p, group_state.name, revision.revision)
@@ -186,6 +197,11 @@ def measure(
             lambda: {m: compile_pillar(m)["pkgstate"] for m in scenario.ids}
         )
         result.compile_ours_s.append(seconds)
+        seconds, reused = _timed(
+            lambda: {m: compile_reused(m)["pkgstate"] for m in scenario.ids}
+        )
+        result.compile_reuse_s.append(seconds)
+        result.reuse_different = sorted(m for m in ours if reused.get(m) != ours[m])
         seconds, files = _timed(
             lambda: {
                 m: salt.utils.yaml.safe_load(sls_path(tree, m).read_text())

@@ -13,6 +13,7 @@ from typing import Final
 
 from benchmarks import options
 from benchmarks.options import option, report_name, reproduce_command
+from benchmarks.pkgstates.highstate import variant_names
 from harness.argtypes import positive
 
 #: how the report's "Reproduce" line starts
@@ -45,8 +46,21 @@ class PkgstatesOptions:
     timeout: int = option(
         900, positive, "seconds a highstate round may take (default: %(default)s)"
     )
+    highstate_rounds: int = option(
+        3,
+        positive,
+        "highstate rounds per variant, each after a new revision "
+        "(default: %(default)s)",
+    )
+    variants: str = option(
+        "off,on,cache",
+        variant_names,
+        "master set-ups of the highstate rounds, one after the other: off "
+        "(pillar_reuse_loaders off, today's default), on, cache (Salt's "
+        "pillar_cache) (default: %(default)s)",
+    )
     no_highstate: bool = option(
-        False, None, "skip the highstate round on a real master (no stack started)"
+        False, None, "skip the highstate rounds on a real master (no stack started)"
     )
     output_name: str = option(
         "pkgstates",

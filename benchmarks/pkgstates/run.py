@@ -68,17 +68,20 @@ def run(opts: PkgstatesOptions) -> Path:
                     opts.rounds,
                     _log,
                 )
-            rounds = None
-            if not opts.no_highstate:
-                rounds = highstate_round.run_highstate(
-                    dsn=pg.connection.dsn,
-                    minions=opts.minions,
-                    package_count=opts.installed,
-                    processes=opts.processes,
-                    timeout=opts.timeout,
-                    root=work / "stack",
-                    progress=_log,
-                )
+                rounds = None
+                if not opts.no_highstate:
+                    rounds = highstate_round.run_highstate(
+                        dsn=pg.connection.dsn,
+                        store=store,
+                        scenario=scenario,
+                        variants=opts.variants.split(","),
+                        rounds=opts.highstate_rounds,
+                        package_count=opts.installed,
+                        processes=opts.processes,
+                        timeout=opts.timeout,
+                        root=work / "stack",
+                        progress=_log,
+                    )
         finally:
             pg.stop()
             pg.cleanup()

@@ -7,7 +7,12 @@ import argparse
 
 import pytest
 
-from benchmarks.pkgstates.highstate import HighstateRound, count_states
+from benchmarks.pkgstates.highstate import (
+    HighstateRound,
+    VariantRounds,
+    count_states,
+    count_visible,
+)
 from benchmarks.pkgstates.measure import InProcessResult, SaveRound
 from benchmarks.pkgstates.options import (
     COMMAND,
@@ -15,7 +20,7 @@ from benchmarks.pkgstates.options import (
     add_arguments,
     from_args,
 )
-from benchmarks.pkgstates.report import goal_lines
+from benchmarks.pkgstates.report import goal_lines, highstate_goal_lines
 
 
 def _parse(words: list[str]) -> PkgstatesOptions:
@@ -57,27 +62,100 @@ def test_bad_report_names_are_refused(capsys: pytest.CaptureFixture[str]) -> Non
     assert "invalid report name '../x'" in capsys.readouterr().err
 
 
-def _result(ours_save: float, baseline_after: float, identical: int) -> InProcessResult:
+def _result(
+    ours_compile: float, baseline_after: float, identical: int
+) -> InProcessResult:
     result = InProcessResult(minions=4, affected=4, entries_per_state=200)
-    result.ours = [SaveRound(2, ours_save, 1.0, 4), SaveRound(4, ours_save, 1.0, 4)]
+    result.ours = [SaveRound(2, 0.005, ours_compile, 4)] * 2
     result.baseline = [SaveRound(3, 0.01, baseline_after, 4)] * 2
     result.identical = identical
     return result
 
 
 def test_goal_lines_say_met_and_by_how_much() -> None:
-    lines = goal_lines(_result(0.01, 1.99, 4))
+    # ours is visible when every affected minion's compile has seen the
+    # revision: the save plus those compiles, not the save alone
+    lines = goal_lines(_result(0.005, 1.99, 4))
     assert lines[0].endswith("200.0x (10.0 ms vs 2000 ms), by a factor of 20.0: met")
     assert lines[1].endswith("4 of 4: met")
     assert lines[2].endswith("4 of 4 minions: met")
 
 
 def test_goal_lines_say_missed_and_by_how_much() -> None:
-    lines = goal_lines(_result(0.1, 0.49, 3))
+    lines = goal_lines(_result(0.095, 0.49, 3))
     assert lines[0].endswith(
         "5.0x (100.0 ms vs 500 ms), short by a factor of 2.0: NOT met"
     )
     assert lines[2].endswith("3 of 4 minions: NOT met")
+
+
+def test_variants_and_highstate_rounds_are_in_the_reproduce_line() -> None:
+    opts = _parse(["--highstate-rounds", "2", "--variants", "on, off"])
+    assert opts.variants == "on,off"
+    line = opts.reproduce_command()
+    assert line == f"{COMMAND} --highstate-rounds 2 --variants on,off"
+    assert _parse(line.split()[5:]) == opts
+
+
+@pytest.mark.parametrize("value", ["off,nope", "off,off", ""])
+def test_bad_variants_are_refused(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        _parse(["--variants", value])
+    assert "invalid variants" in capsys.readouterr().err
+
+
+class _Store:
+    """Resolves every minion to one package at the given policy."""
+
+    def __init__(self, policy: str) -> None:
+        self.policy = policy
+
+    def resolve_all(self, grains: dict[str, object]) -> dict[str, dict[str, object]]:
+        return {m: {"packages": {"vim": {"policy": self.policy}}} for m in grains}
+
+
+def _applied(policy: str) -> dict[str, object]:
+    return {
+        "a": {"__sls__": "pkgstate", "__id__": f"pkgstate-{policy}-vim"},
+        "b": {"__sls__": "pkgstate", "__id__": "pkgstate-held-vim"},
+    }
+
+
+def test_a_minion_has_seen_the_revision_when_it_applied_its_states() -> None:
+    round_ = HighstateRound(0.0, 0)
+    count_states(round_, "evil-0001", _applied("latest"))
+    count_states(round_, "evil-0002", _applied("installed"))
+    # evil-0003 did not return
+    count_visible(round_, _Store("latest"), ["evil-0001", "evil-0002", "evil-0003"])
+    assert round_.visible == 1
+    assert round_.first_stale == "evil-0002"
+
+
+def _variant(name: str, seconds: list[float], visible: int) -> VariantRounds:
+    rounds = [HighstateRound(s, 4, visible=visible, save_s=0.5) for s in seconds]
+    return VariantRounds(name, name, rounds)
+
+
+def test_highstate_goals_compare_medians_and_need_every_minion() -> None:
+    opts = _parse(["--minions", "4"])
+    met = highstate_goal_lines(
+        [_variant("off", [100, 90, 110], 4), _variant("on", [30, 40, 35], 4)], opts
+    )
+    assert met[0].endswith("0.35 x (35.0 s vs 100.0 s): met")
+    assert met[1:] == [
+        "- every minion's compile saw the new revision in every off round: "
+        "at least 4 of 4: met",
+        "- every minion's compile saw the new revision in every on round: "
+        "at least 4 of 4: met",
+    ]
+    missed = highstate_goal_lines(
+        [_variant("off", [100], 4), _variant("cache", [5], 0), _variant("on", [80], 4)],
+        opts,
+    )
+    assert missed[0].endswith("0.80 x (80.0 s vs 100.0 s): NOT met (by 2.0x)")
+    assert missed[2].endswith("cache round: at least 0 of 4: NOT met")
 
 
 def test_highstate_counts_only_package_states() -> None:
