@@ -93,14 +93,16 @@ def test_statement_timeout_fails_the_compile_and_is_not_retried(
     admin = server.connection.connect()
     admin.autocommit = True
     try:
+        # The timeout comes with the role: the ext_pillar passes no libpq
+        # options (that is saltstack/salt#68831's), and a role of its own also
+        # gives this test kept connections of its own (the pool is keyed by
+        # every connect argument).
         with admin.cursor() as cur:
             cur.execute("CREATE SEQUENCE slow_runs")
-        fetch = _ext_pillar(
-            tmp_path,
-            server,
-            application_name="pool-timeout",
-            options="-c statement_timeout=100",
-        )
+            cur.execute("CREATE ROLE pool_timeout LOGIN")
+            cur.execute("ALTER ROLE pool_timeout SET statement_timeout = 100")
+            cur.execute("GRANT USAGE ON SEQUENCE slow_runs TO pool_timeout")
+        fetch = _ext_pillar(tmp_path, server, user="pool_timeout")
         _backend(fetch)  # the next compile runs on a kept connection
         # sequences are not transactional: nextval counts every run
         slow = {

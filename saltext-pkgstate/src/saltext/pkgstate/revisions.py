@@ -87,10 +87,12 @@ class Revisions(StorePart):
                 if name.startswith(MINION_STATE_PREFIX)
                 else ("named", None)
             )
-            # a concurrent first save waits here for the other's commit
+            # a concurrent first save waits here for the other's commit. No
+            # conflict target: a minion state is unique by name and by
+            # minion_id, and a racing insert may meet either index first
             cur.execute(
                 "INSERT INTO pkgstate (name, kind, minion_id) VALUES (%s, %s, %s)"
-                " ON CONFLICT (name) DO NOTHING",
+                " ON CONFLICT DO NOTHING",
                 (name, kind, minion),
             )
         elif create:
