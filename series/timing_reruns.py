@@ -127,16 +127,32 @@ def run(
 
         def pytest(args: Sequence[str]) -> int:
             left = None if deadline is None else max(1.0, deadline - time.monotonic())
-            proc = subprocess.run(
-                [*base, *args],
-                cwd=cwd,
-                env=env,
-                capture_output=capture,
-                text=True,
-                timeout=left,
-            )
+            pipe = subprocess.PIPE if capture else None
+            # SIGTERM/SIGINT wait until Popen has returned: raised between
+            # its fork and its return, the interrupt would leave a pytest
+            # running that nothing kills. The child starts with the old mask.
+            stopping = {signal.SIGTERM, signal.SIGINT}
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+            try:
+                proc = subprocess.Popen(
+                    [*base, *args],
+                    cwd=cwd,
+                    env=env,
+                    stdout=pipe,
+                    stderr=pipe,
+                    text=True,
+                    preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, mask),
+                )
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            try:
+                stdout, stderr = proc.communicate(timeout=left)
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
             if capture:
-                outputs.append("".join(said) + proc.stdout + proc.stderr)
+                outputs.append("".join(said) + stdout + stderr)
                 said.clear()
             return proc.returncode
 
