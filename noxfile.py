@@ -15,10 +15,14 @@ nox -s upstream         the series as pull requests to Salt, checked as upstream
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
+import shutil
+import tempfile
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +164,29 @@ def export_patches(session: nox.Session) -> None:
     _run(session, "python", "-m", "series", "export-patches")
 
 
+@contextlib.contextmanager
+def _own_basetemp(session: nox.Session) -> Iterator[Path]:
+    """A pytest basetemp of the run's own: gone after a pass, kept and named after a failure.
+
+    Without one, pytest keeps every run's session-wide directories (and the
+    last three runs) in /tmp/pytest-of-USER, whatever the retention policy.
+    Ctrl-C removes it too: a run the user stopped leaves nothing behind.
+    """
+    path = Path(tempfile.mkdtemp(prefix="saltfleet-pytest-"))
+    try:
+        yield path
+    except KeyboardInterrupt:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    except BaseException:
+        if any(path.iterdir()):
+            session.log(f"the failed tests' temporary directories are kept in {path}")
+        else:
+            path.rmdir()
+        raise
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The patches' tests and upstream's tests of touched areas, then ours."""
@@ -210,22 +237,25 @@ def tests(session: nox.Session) -> None:
                 *paths,
                 success_codes=no_tests_ok,
             )
-    _run(
-        session,
-        "python",
-        "-m",
-        "pytest",
-        *workers,
-        "--dist",
-        "loadfile",
-        # a line per test as it ends: under xdist the default prints a dot,
-        # and an integration test can take minutes
-        "-v",
-        *session.posargs,
-        "tests",
-        "saltext-pkgstate/tests",
-        success_codes=no_tests_ok,
-    )
+    with _own_basetemp(session) as basetemp:
+        _run(
+            session,
+            "python",
+            "-m",
+            "pytest",
+            *workers,
+            "--dist",
+            "loadfile",
+            "--basetemp",
+            str(basetemp),
+            # a line per test as it ends: under xdist the default prints a
+            # dot, and an integration test can take minutes
+            "-v",
+            *session.posargs,
+            "tests",
+            "saltext-pkgstate/tests",
+            success_codes=no_tests_ok,
+        )
 
 
 @nox.session(python=PYTHON)

@@ -1,8 +1,11 @@
-"""What the noxfile guarantees: the harness's exit codes reach the caller."""
+"""What the noxfile guarantees: the harness's exit codes reach the caller; our
+pytest run leaves no temporary directory behind after a pass."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -38,3 +41,48 @@ def test_a_failed_commands_code_becomes_nox_s(noxfile, code) -> None:
     with pytest.raises(SystemExit) as exited:
         noxfile._run(_Session(code), "python", "-m", "harness")
     assert exited.value.code == code
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def _temp_names(prefix: str) -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob(f"{prefix}*")}
+
+
+def test_a_passing_runs_basetemp_is_removed(noxfile) -> None:
+    before = _temp_names("saltfleet-pytest-")
+    with noxfile._own_basetemp(_Log()) as basetemp:
+        (basetemp / "popen-gw0" / "keys0").mkdir(parents=True)
+    assert not basetemp.exists()
+    assert _temp_names("saltfleet-pytest-") == before
+
+
+def test_a_failed_runs_basetemp_is_kept_and_named(noxfile) -> None:
+    session = _Log()
+    with pytest.raises(SystemExit), noxfile._own_basetemp(session) as basetemp:
+        (basetemp / "test_it0").mkdir()
+        raise SystemExit(1)
+    try:
+        assert (basetemp / "test_it0").is_dir()
+        assert session.lines == [
+            f"the failed tests' temporary directories are kept in {basetemp}"
+        ]
+    finally:
+        shutil.rmtree(basetemp)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_a_stopped_or_empty_runs_basetemp_is_removed(noxfile, stop) -> None:
+    session = _Log()
+    with pytest.raises(stop), noxfile._own_basetemp(session) as basetemp:
+        if stop is KeyboardInterrupt:
+            (basetemp / "test_it0").mkdir()
+        raise stop()
+    assert not basetemp.exists()
+    assert session.lines == []
