@@ -251,6 +251,8 @@ def tests(session: nox.Session) -> None:
             # a line per test as it ends: under xdist the default prints a
             # dot, and an integration test can take minutes
             "-v",
+            # where the 15 minutes go: the slowest tests, at the end
+            "--durations=15",
             *session.posargs,
             "tests",
             "saltext-pkgstate/tests",
