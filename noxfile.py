@@ -251,6 +251,9 @@ def tests(session: nox.Session) -> None:
             # a line per test as it ends: under xdist the default prints a
             # dot, and an integration test can take minutes
             "-v",
+            # and while one runs long, a line every 10 s naming it
+            "-p",
+            "series.pytest_plugins.saltfleet_progress",
             # where the 15 minutes go: the slowest tests, at the end
             "--durations=15",
             *session.posargs,

@@ -119,6 +119,10 @@ def run(
             str(Path(tmp) / "b"),
             "-p",
             PLUGIN,
+            # a line naming the running test when one runs long (dots only
+            # come when a test ends)
+            "-p",
+            "saltfleet_progress",
             "--saltfleet-timing-record",
             str(record),
         ]

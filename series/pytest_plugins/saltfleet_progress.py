@@ -1,0 +1,131 @@
+"""A line at least every 10 s while a test runs long, naming what is running.
+
+pytest prints when a test ends (a dot, or with ``-v`` a line); under xdist,
+and in a file of slow tests, nothing is printed for minutes while an
+integration test works, and a user cannot tell a slow test from a hung one.
+This plugin prints, after ``--saltfleet-heartbeat`` seconds (default 10)
+without a test starting or ending, one line naming the tests still running
+and how long each has run, and again every as many seconds while that lasts.
+
+Loaded as ``-p series.pytest_plugins.saltfleet_progress`` (``nox -s tests``
+for this project's tests) or ``-p saltfleet_progress`` with this directory on
+``PYTHONPATH`` (:mod:`series.timing_reruns`, for upstream's). The line is
+written to the terminal pytest started on, past pytest's output capture; in
+an xdist worker the plugin does nothing (its stdout is xdist's channel, and
+the controller already hears of every test a worker starts and ends).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+DEFAULT_INTERVAL = 10.0
+
+
+def _span(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+class Heartbeat:
+    """Which tests run since when, and the line that is due, if one is."""
+
+    def __init__(
+        self, interval: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.interval = interval
+        self.clock = clock
+        self.running: dict[str, float] = {}
+        self.last = clock()
+        self.lock = threading.Lock()
+
+    def started(self, nodeid: str) -> None:
+        """``nodeid`` began: the silence ends."""
+        with self.lock:
+            self.running[nodeid] = self.last = self.clock()
+
+    def finished(self, nodeid: str) -> None:
+        """``nodeid`` ended (a second call for it changes only the time)."""
+        with self.lock:
+            self.running.pop(nodeid, None)
+            self.last = self.clock()
+
+    def due(self) -> str | None:
+        """The line to print now, or ``None`` (nothing running, or it is not time)."""
+        with self.lock:
+            now = self.clock()
+            if not self.running or now - self.last < self.interval:
+                return None
+            self.last = now
+            tests = ", ".join(
+                f"{nodeid} ({_span(now - since)})"
+                for nodeid, since in sorted(self.running.items(), key=lambda i: i[1])
+            )
+        return f"... still running: {tests}"
+
+
+class _Plugin:
+    def __init__(self, heartbeat: Heartbeat, out: int) -> None:
+        self.heartbeat = heartbeat
+        self.out = out
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=self._beat, name="saltfleet-heartbeat", daemon=True
+        )
+
+    def _beat(self) -> None:
+        while not self.stop.wait(min(1.0, self.heartbeat.interval / 2)):
+            line = self.heartbeat.due()
+            if line:
+                os.write(self.out, f"\n{line}\n".encode())
+
+    def pytest_sessionstart(self) -> None:
+        self.thread.start()
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.heartbeat.started(nodeid)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        # before pytest_runtest_logfinish, right when its result is printed
+        if report.when == "teardown":
+            self.heartbeat.finished(report.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.heartbeat.finished(nodeid)
+
+    def pytest_sessionfinish(self) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        os.close(self.out)
+
+
+def pytest_addoption(parser: Any) -> None:
+    """Register ``--saltfleet-heartbeat``."""
+    parser.addoption(
+        "--saltfleet-heartbeat",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help="print the running tests after SECONDS without a test starting or ending",
+    )
+
+
+def pytest_configure(config: Any) -> None:
+    """Start listening, except in an xdist worker."""
+    if hasattr(config, "workerinput"):
+        return
+    interval = config.getoption("saltfleet_heartbeat")
+    if interval <= 0:
+        raise pytest.UsageError("--saltfleet-heartbeat must be more than 0 seconds")
+    # fd 1 as it is now, before pytest captures a test's output into a file
+    out = os.dup(1)
+    config.pluginmanager.register(
+        _Plugin(Heartbeat(interval), out), "saltfleet-heartbeat"
+    )
