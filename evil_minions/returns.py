@@ -1,35 +1,62 @@
 """
 How a simulated minion sends a job's return: the tries, timeouts and give-up of a 3008 minion.
 
-A real 3008 minion's job process does not talk to the master itself. It hands
-the return to the minion's main process (an event on the minion's own bus)
-and waits ``return_retry_tries * return_retry_timer_max`` seconds for the
-answer (``Minion._return_pub``); after that it logs "The minion failed to
-return the job information for job ..." and ends. The main process sends
-the return through its one ``AsyncReqChannel`` with a timeout drawn once per
-return, ``random.randint(return_retry_timer, return_retry_timer_max)``, up to
-``return_retry_tries`` tries (``Minion.handle_event``). That channel sends one
-request at a time (its ``_req_lock``): a return waiting for the lock has no
-timeout of its own, a try's timeout starts once it holds the lock, and a
-retry queues behind every request already waiting. The job process giving up
-does not stop the main process: the return may still reach the master.
+What a real 3008.3 minion does with one job return (``salt/minion.py``,
+``salt/channel/client.py``, ``salt/transport/zeromq.py``):
+
+- The job's process (or thread) does not talk to the master itself.
+  ``Minion._return_pub`` removes the job's proc file (the job no longer counts
+  in ``saltutil.running`` nor against ``process_count_max``), fires the load
+  on the minion's own event bus (``_send_req_sync``) and waits for the answer
+  ``max(timeout, return_retry_tries * return_retry_timer_max)`` seconds, the
+  caller's ``timeout`` being that same product: 30 s with Salt's defaults
+  (``return_retry_timer`` when ``return_retry_timer_max`` is 0). This clock
+  starts when the return is queued, not when it is sent.
+- The minion's main process picks the event up in ``Minion.handle_event``,
+  one task per event, and sends the load with ``req_channel.send(load,
+  timeout=_return_retry_timer(), tries=return_retry_tries)``. The timeout is
+  drawn once per return, ``random.randint(return_retry_timer,
+  return_retry_timer_max)`` (5..10 s by default), and every try uses it.
+- ``AsyncReqChannel.send`` makes up to ``return_retry_tries`` (3) tries, on a
+  timeout or any other error. Each try takes the channel's ``_req_lock``
+  (a FIFO lock: one request at a time per minion) and the try's timeout only
+  starts once it holds the lock and hands the request to the transport. So a
+  return queued behind others has no timeout while it waits: it waits as long
+  as the requests ahead of it take; and a retry queues again, behind every
+  request already waiting.
+- A try that times out is not withdrawn: ZeroMQ has sent it, and a master
+  that was only slow still handles it, so the retry's copy reaches the master
+  too and it stores the first and logs the second as a duplicate (both fire
+  ``salt/job/<jid>/ret/<id>``). Duplicates can only be counted at the master.
+- When every try failed with a timeout, the main process logs at error
+  "Timeout encountered while sending ... request" and tells the job process,
+  which logs at warning "The minion failed to return the job information for
+  job <jid>. This is often due to the master being shut down or
+  overloaded. ..." and ends. The job process logs the same and ends when its
+  own wait elapses first, which is what happens to a return that waited in
+  the queue; the main process goes on with the tries regardless, so such a
+  return may still reach the master. Nothing retries it after the last try:
+  a return whose every try failed is lost unless one of its timed-out tries
+  reached the master.
 
 :func:`deliver_return` does the same on a simulated minion's channel (Salt's
 own ``AsyncReqChannel``, so the lock and the per-try timeout are Salt's) and
 counts what happened in :class:`~evil_minions.status.ProcessStats`:
 
 - ``returns_sent``: returns the master acknowledged;
+- ``return_tries``: tries sent, first tries included;
 - ``return_retries``: tries after the first;
-- ``return_duplicates``: retries after a try that timed out; that try's
-  request had gone out, so the master receives the return twice;
-- ``returns_given_up``: returns whose job stopped waiting for the answer;
+- ``return_timeouts``: tries that timed out; each may still reach the master
+  (a duplicate if another try of the same return does too);
+- ``returns_given_up``: returns whose job logged Salt's "failed to return"
+  warning: its wait elapsed or every try failed, whichever came first;
 - ``return_errors``: returns whose every try failed. The minion sends
   them no more; a try that timed out may still have reached the master (a
   request waiting in the master's queue is handled after its sender gave
   up), so what is lost for good is counted at the master, not here.
 
 The three options are read from the minion opts under Salt's names, so
-their defaults are ``salt.config.DEFAULT_MINION_OPTS``' (5, 10 and 3).
+their defaults are ``salt.config.DEFAULT_MINION_OPTS``'.
 """
 
 from __future__ import annotations
@@ -125,40 +152,46 @@ async def deliver_return(
     # the minion's main process; it changes nothing but what is counted.
     give_up = loop.call_later(policy.job_wait, _gave_up, stats, load)
     timeout = policy.try_timeout(rng)
-    try:
-        for attempt in range(1, policy.tries + 1):
-            try:
-                await channel.send(load, tries=1, timeout=timeout)
-            except salt.exceptions.SaltReqTimeoutError as exc:
-                failure: Exception = exc
-                timed_out = True
-            except Exception as exc:  # Salt's channel retries on any error too
-                failure, timed_out = exc, False
-            else:
-                stats.returns_sent += 1
-                return True
-            if attempt < policy.tries:
-                stats.return_retries += 1
-                stats.return_duplicates += int(timed_out)
-        stats.return_errors += 1
-        log.warning(
-            "%s: return of job %s not acknowledged after %d tries of %d s: %s",
-            load.get("id"),
-            jid,
-            policy.tries,
-            timeout,
-            failure,
-        )
-        return False
-    finally:
+    for attempt in range(1, policy.tries + 1):
+        stats.return_tries += 1
+        stats.return_retries += attempt > 1
+        try:
+            await channel.send(load, tries=1, timeout=timeout)
+        except salt.exceptions.SaltReqTimeoutError as exc:
+            failure: Exception = exc
+            stats.return_timeouts += 1
+        except Exception as exc:  # Salt's channel retries on any error too
+            failure = exc
+        else:
+            give_up.cancel()
+            stats.returns_sent += 1
+            return True
+    stats.return_errors += 1
+    timed_out = isinstance(failure, salt.exceptions.SaltReqTimeoutError)
+    log.error(
+        "%s: %s while sending the return of job %s, %d tries of %d s: %s",
+        load.get("id"),
+        # Salt's main process's words after a timeout
+        "Timeout encountered" if timed_out else "Error encountered",
+        jid,
+        policy.tries,
+        timeout,
+        failure,
+    )
+    # Salt's main process tells the waiting job after a timeout only; after
+    # any other error the job waits out its own wait.
+    if timed_out and not give_up.cancelled() and loop.time() < give_up.when():
         give_up.cancel()
+        _gave_up(stats, load)
+    return False
 
 
 def _gave_up(stats: ProcessStats, load: Mapping[str, Any]) -> None:
     stats.returns_given_up += 1
     # Salt's own words (Minion._return_pub's timeout handler).
     log.warning(
-        "%s: The minion failed to return the job information for job %s.",
+        "%s: The minion failed to return the job information for job %s. "
+        "This is often due to the master being shut down or overloaded.",
         load.get("id"),
         load.get("jid"),
     )

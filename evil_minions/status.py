@@ -39,11 +39,16 @@ from evil_minions.errors import EvilMinionsError
 STATUS_FILE: Final = "status.json"
 PROCESS_STATUS_GLOB: Final = "status-*.json"
 
+#: What became of job returns (see evil_minions.returns).
+RETURN_COUNTERS: Final = (
+    "returns_sent", "return_tries", "return_retries", "return_timeouts",
+    "returns_given_up", "return_errors",
+)  # fmt: skip
 #: Counters summed over processes; ``errors`` is their error total.
 COUNTERS: Final = (
     "minions", "started", "authenticated", "connected", "auth_failures",
-    "publications", "jobs_seen", "jobs_running", "jobs_waiting", "returns_sent",
-    "return_retries", "return_duplicates", "returns_given_up", "return_errors",
+    "publications", "jobs_seen", "jobs_running", "jobs_waiting",
+    *RETURN_COUNTERS,
     "events_sent", "event_errors", "pillar_requests",
     "pillar_errors", "errors", "rss_kb", "baseline_rss_kb",
 )  # fmt: skip
@@ -76,12 +81,15 @@ class ProcessStats:
     jobs_waiting: int = 0
     #: returns the master acknowledged
     returns_sent: int = 0
-    #: tries of a return after its first (see evil_minions.returns)
+    #: tries of returns sent, first tries included (see evil_minions.returns)
+    return_tries: int = 0
+    #: tries of a return after its first
     return_retries: int = 0
-    #: retries after a timed-out try: the master receives that return twice
-    return_duplicates: int = 0
-    #: returns whose job stopped waiting for the acknowledgement, as a real
-    #: minion's job process does; the return may still arrive later
+    #: tries that timed out; one may still reach the master, which then gets
+    #: that return twice if another try does too (duplicates: count them there)
+    return_timeouts: int = 0
+    #: returns whose job logged Salt's "failed to return" and stopped waiting,
+    #: as a real minion's job process does; the return may still arrive later
     returns_given_up: int = 0
     #: returns whose every try failed; the minion sends them no more (a
     #: timed-out copy may still reach the master: count losses there)
@@ -262,8 +270,9 @@ def format_summary(status: Mapping[str, Any]) -> str:
         f"authenticated={status.get('authenticated')} connected={status.get('connected')} "
         f"publications={status.get('publications')} jobs_seen={status.get('jobs_seen')} "
         f"jobs_running={status.get('jobs_running')} returns_sent={status.get('returns_sent')} "
+        f"return_tries={status.get('return_tries')} "
         f"return_retries={status.get('return_retries')} "
-        f"return_duplicates={status.get('return_duplicates')} "
+        f"return_timeouts={status.get('return_timeouts')} "
         f"returns_given_up={status.get('returns_given_up')} "
         f"events_sent={status.get('events_sent')} pillar_requests={status.get('pillar_requests')} "
         f"errors={status.get('errors')} (auth_failures={status.get('auth_failures')} "

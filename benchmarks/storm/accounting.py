@@ -86,6 +86,9 @@ class JobTrack:
     outcome: str | None = None
     returned: set[str] = field(default_factory=set)
     completed: float | None = None
+    #: returns of a minion after its first: a retry of a try that timed out
+    #: but reached the master (it fires every copy on the bus)
+    duplicates: int = 0
 
     @property
     def expected(self) -> int:
@@ -113,6 +116,12 @@ class VariantResult:
     received_cache: int = 0
     completed_jobs: int = 0
     peak_minion_jobs: int = 0
+    #: duplicate returns on the master's bus (see JobTrack.duplicates)
+    duplicate_returns: int = 0
+    #: the fleet's own counts (evil_minions.returns): tries after the first,
+    #: jobs that gave up waiting, returns whose every try failed
+    minion_return_retries: int = 0
+    minion_returns_given_up: int = 0
     minion_return_errors: int = 0
     master_cpu_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
@@ -160,6 +169,7 @@ class VariantResult:
                 self.outcomes[track.outcome] += 1
             self.expected_returns += track.expected
             self.received_bus += len(track.returned)
+            self.duplicate_returns += track.duplicates
             self.completed_jobs += track.completed is not None
         self.received_cache = sum(cache.values())
 
@@ -247,6 +257,7 @@ class JobBook:
         received = item.event.received
         if item.minion is not None:
             if item.minion in track.returned:
+                track.duplicates += 1
                 return 0
             track.returned.add(item.minion)
             if track.published is not None and len(track.returned) >= track.expected:

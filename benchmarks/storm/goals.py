@@ -249,16 +249,34 @@ def _lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
         goal.why.append(
             f"{on.expected_returns} returns expected from published jobs, "
             f"{on.received_cache} in the job cache, {on.received_bus} seen on "
-            f"the bus; the minions reported {on.minion_return_errors} return "
-            f"errors; {on.outcomes['expired']} jobs expired unpublished"
+            f"the bus; {_retry_words(on)}; "
+            f"{on.outcomes['expired']} jobs expired unpublished"
         )
     return goal
 
 
 def _lost_words(result: VariantResult) -> str:
     if result.cut:
-        return f"cut short, {result.missing_returns} missing"
-    return f"{result.missing_returns} lost"
+        words = f"cut short, {result.missing_returns} missing"
+    else:
+        words = f"{result.missing_returns} lost"
+    tried = (
+        result.minion_return_retries,
+        result.minion_returns_given_up,
+        result.minion_return_errors,
+        result.duplicate_returns,
+    )
+    return words + (f"; {_retry_words(result)}" if any(tried) else "")
+
+
+def _retry_words(result: VariantResult) -> str:
+    """What the minions' retries did: the fleet's counts and the bus's duplicates."""
+    return (
+        f"the minions retried {result.minion_return_retries} returns, gave up "
+        f"{result.minion_returns_given_up} jobs and reported "
+        f"{result.minion_return_errors} return errors; "
+        f"{result.duplicate_returns} duplicate returns on the bus"
+    )
 
 
 def _capacity_goal(

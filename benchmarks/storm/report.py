@@ -141,6 +141,9 @@ END_COUNTS: Final[tuple[Column, ...]] = (
     ("received (job cache)", lambda r: r.received_cache),
     ("received (bus)", lambda r: r.received_bus),
     ("lost", lambda r: _lost_cell(r)),
+    ("duplicate returns (bus)", lambda r: r.duplicate_returns),
+    ("minion return retries", lambda r: r.minion_return_retries),
+    ("minion jobs given up", lambda r: r.minion_returns_given_up),
     ("minion return errors", lambda r: r.minion_return_errors),
     ("max jobs on one minion (minion's count)", lambda r: r.peak_minion_jobs),
     (
@@ -207,8 +210,17 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         "minus the minions a job was published without) that never reached "
         "the master's job cache; when a variant was cut short by "
         "`--max-wait`, missing returns may still have been on their way and "
-        "are not called lost. Points are the queue manager's ledger: one per "
-        "published job and minion until the minion's return arrives.",
+        "are not called lost. The minions try a return as a 3008.3 minion "
+        "does (`return_retry_timer`..`return_retry_timer_max` s per try, "
+        "`return_retry_tries` tries): a retry follows a try that timed out or "
+        "failed; a duplicate is a return the master's bus showed again for "
+        "the same job and minion (a timed-out try that still arrived, then "
+        "its retry); a job given up logged Salt's \"The minion failed to "
+        'return the job information" (its return may still have arrived); a '
+        "return error is a return whose every try failed, lost unless one "
+        "of its timed-out tries reached the master. Points are the queue "
+        "manager's ledger: one per published job and minion until the "
+        "minion's return arrives.",
         "",
     ]
 

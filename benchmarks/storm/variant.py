@@ -306,6 +306,10 @@ class StormRun:
             self.result.consumer = consumer
             self.result.master_cpu_s = master_cpu_s
             self.result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
+            self.result.minion_return_retries = int(status.get("return_retries") or 0)
+            self.result.minion_returns_given_up = int(
+                status.get("returns_given_up") or 0
+            )
             self.result.minion_return_errors = int(status.get("return_errors") or 0)
             self.result.tally(self.book.jobs.values(), cache)
 

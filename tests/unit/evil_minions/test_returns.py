@@ -15,7 +15,7 @@ import pytest
 from evil_minions.config import ConfigError, FleetConfig
 from evil_minions.returns import ReturnRetry, deliver_return
 from evil_minions.saltopts import base_opts
-from evil_minions.status import ProcessStats
+from evil_minions.status import RETURN_COUNTERS, ProcessStats
 
 LOAD = {"cmd": "_return", "id": "evil-0001", "jid": "20260101120000000001"}
 
@@ -65,8 +65,7 @@ def _deliver(channel, policy: ReturnRetry) -> tuple[bool, ProcessStats]:
 
 
 def _counts(stats: ProcessStats) -> dict[str, int]:
-    names = ("returns_sent", "return_retries", "return_duplicates", "return_errors")
-    return {name: getattr(stats, name) for name in names}
+    return {name: getattr(stats, name) for name in RETURN_COUNTERS}
 
 
 def test_salts_defaults_come_from_salt():
@@ -88,8 +87,10 @@ def test_a_timed_out_try_is_retried_with_the_same_timeout_and_counted():
     assert sent
     assert _counts(stats) == {
         "returns_sent": 1,
+        "return_tries": 2,
         "return_retries": 1,
-        "return_duplicates": 1,
+        "return_timeouts": 1,
+        "returns_given_up": 0,
         "return_errors": 0,
     }
     # one try per send, each with the return's one random timer in 5..10
@@ -97,30 +98,43 @@ def test_a_timed_out_try_is_retried_with_the_same_timeout_and_counted():
     assert first == 1 and 5 <= timeout <= 10 and second == (1, timeout)
 
 
-def test_a_return_is_not_tried_again_after_its_last_try():
+def test_a_return_is_not_tried_again_after_its_last_try(caplog):
+    """Every try timed out: the job gives up at once (it does not wait out its
+    30 s), with Salt's warning, and the return counts as an error."""
     channel = FlakyChannel(timeouts=99)
-    sent, stats = _deliver(channel, ReturnRetry(timer=5, timer_max=10, tries=3))
+    with caplog.at_level("WARNING", logger="evil_minions.returns"):
+        sent, stats = _deliver(channel, ReturnRetry(timer=5, timer_max=10, tries=3))
     assert not sent and len(channel.tries) == 3
     assert _counts(stats) == {
         "returns_sent": 0,
+        "return_tries": 3,
         "return_retries": 2,
-        "return_duplicates": 2,
+        "return_timeouts": 3,
+        "returns_given_up": 1,
         "return_errors": 1,
     }
+    assert "The minion failed to return the job information for job" in caplog.text
+    assert "Timeout encountered while sending the return of job" in caplog.text
 
 
-def test_a_send_error_is_retried_but_is_no_duplicate():
+def test_a_send_error_is_retried_but_is_no_timeout():
     channel = FlakyChannel(error=OSError("socket not ready"))
     sent, stats = _deliver(channel, ReturnRetry(timer=1, timer_max=0, tries=2))
     assert not sent and channel.tries == [(1, 1), (1, 1)]
-    assert stats.return_retries == 1 and stats.return_duplicates == 0
+    assert stats.return_retries == 1 and stats.return_timeouts == 0
+    # only a timeout is reported back to the job: it waits out its own wait
+    assert stats.returns_given_up == 0
 
 
-def test_the_job_gives_up_waiting_but_the_return_still_goes_out():
+def _release_after_give_up(
+    channel: StuckChannel, tries: int
+) -> tuple[bool, ProcessStats]:
+    """Deliver one return on ``channel`` (1 s per try) and release the
+    channel once the job gave up waiting, as a backlog ahead of it clears."""
+
     async def scenario() -> tuple[bool, ProcessStats]:
-        channel = StuckChannel()
         stats = ProcessStats(0, 0, 1)
-        policy = ReturnRetry(timer=1, timer_max=1, tries=1)
+        policy = ReturnRetry(timer=1, timer_max=1, tries=tries)
         delivery = asyncio.create_task(
             deliver_return(
                 channel, dict(LOAD), policy=policy, stats=stats, rng=random.Random(1)
@@ -132,8 +146,39 @@ def test_the_job_gives_up_waiting_but_the_return_still_goes_out():
         channel.release.set()
         return await delivery, stats
 
-    sent, stats = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_the_job_gives_up_waiting_but_the_return_still_goes_out():
+    sent, stats = _release_after_give_up(StuckChannel(), tries=1)
     assert sent and stats.returns_given_up == 1 and stats.returns_sent == 1
+
+
+class StuckThenTimeout(StuckChannel):
+    """A request that waits (behind a backlog), then times out when released."""
+
+    async def send(
+        self, load: dict[str, Any], tries: int | None = None, timeout: Any = None
+    ) -> Any:
+        import salt.exceptions
+
+        await super().send(load, tries, timeout)
+        raise salt.exceptions.SaltReqTimeoutError("Message timed out")
+
+
+def test_a_queued_return_is_given_up_once_then_counted_an_error():
+    """The job stops waiting while its return is still queued; its tries
+    then all time out: one give-up, one error, nothing sent."""
+    sent, stats = _release_after_give_up(StuckThenTimeout(), tries=2)
+    assert not sent
+    assert _counts(stats) == {
+        "returns_sent": 0,
+        "return_tries": 2,
+        "return_retries": 1,
+        "return_timeouts": 2,
+        "returns_given_up": 1,
+        "return_errors": 1,
+    }
 
 
 def test_an_acknowledged_return_is_not_given_up():
@@ -228,7 +273,9 @@ def test_on_salts_channel_a_queued_return_waits_without_timing_out(tmp_path):
     assert master.jids == ["first", "second", "first"]
     assert _counts(stats) == {
         "returns_sent": 2,
+        "return_tries": 3,
         "return_retries": 1,
-        "return_duplicates": 1,
+        "return_timeouts": 1,
+        "returns_given_up": 0,
         "return_errors": 0,
     }

@@ -168,6 +168,20 @@ def test_the_end_counts_add_up_the_book_and_take_the_job_cache_as_received():
     assert result.missing_returns == 0
 
 
+def test_a_return_the_bus_shows_twice_is_one_received_and_one_duplicate():
+    """A minion's retry after a try that timed out but still reached the
+    master: the master fires both; one return received, one duplicate."""
+    book = JobBook()
+    book.add(JobTrack("1", "test.sleep", targets=2, accepted=10.0))
+    book.add(JobTrack("2", "test.sleep", targets=1, accepted=10.0))
+    book.feed([_ret("1", "a"), _ret("1", "b"), _ret("1", "a"), _ret("2", "a")])
+    book.feed([_ret("1", "a")])
+    result = VariantResult("off", None)
+    result.tally(book.jobs.values(), {"1": 2, "2": 1})
+    assert (result.received_bus, result.duplicate_returns) == (3, 2)
+    assert result.missing_returns == 0
+
+
 def test_a_book_can_share_its_lock_with_the_run_that_owns_it():
     lock = threading.RLock()
     book = JobBook(lock)

@@ -150,6 +150,24 @@ def test_a_run_without_a_consumer_does_not_pass_the_consumer_goal() -> None:
     assert "(--consumer-rate 0)" in consumer[0].line
 
 
+def test_the_lost_goal_says_what_the_minions_retries_did_in_each_variant() -> None:
+    """Off lost returns after its minions' tries timed out: the goal line
+    counts its retries, give-ups, errors and duplicates beside the loss."""
+    on = _variant("on", storm_s=1000, ping_s=1.0, rss=1000, backlogs=[0, 5], lost=2)
+    off = _variant("off", storm_s=1000, ping_s=9.0, rss=1000, backlogs=[0, 5], lost=7)
+    off.minion_return_retries, off.minion_returns_given_up = 30, 12
+    off.minion_return_errors, off.duplicate_returns = 7, 11
+    on.minion_return_retries = 4
+    text = _text([on, off])
+    assert (
+        "lost returns with the limiter on: 2, goal 0: missed by 2 (off: 7 lost; "
+        "the minions retried 30 returns, gave up 12 jobs and reported 7 return "
+        "errors; 11 duplicate returns on the bus)" in text
+    )
+    why = text[text.index("## Why goals were missed") :]
+    assert "the minions retried 4 returns, gave up 0 jobs" in why
+
+
 def test_a_consumer_that_lost_events_fails_its_goal() -> None:
     on = _variant("on", storm_s=100, ping_s=1.0, rss=1000, backlogs=[0, 1, 2])
     assert on.consumer is not None

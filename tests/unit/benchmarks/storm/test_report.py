@@ -83,6 +83,30 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
     assert "by 3 client threads" in text
 
 
+def test_the_end_counts_show_retries_duplicates_give_ups_and_losses() -> None:
+    """Per variant: the fleet's retries, give-ups and errors beside the
+    duplicates the bus showed and the returns the job cache never got."""
+    off = VariantResult("off", None, expected_returns=20, received_cache=17)
+    off.ended_by = "fleet idle and no return for 30s"
+    off.duplicate_returns = 4
+    off.minion_return_retries = 9
+    off.minion_returns_given_up = 6
+    off.minion_return_errors = 3
+    decisions = [DecideResult("nothing in flight", "publish", [5.0])]
+    lines = report_lines([_limiter_on(), off], decisions, StormOptions(minions=10))
+    text = "\n".join(map(str, lines))
+    table = text[text.index("## End counts") :]
+    header = next(line for line in table.splitlines() if line.startswith("| limiter"))
+    row = next(line for line in table.splitlines() if line.startswith("| off |"))
+    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    assert cells[" lost "] == " 3 "
+    assert cells[" duplicate returns (bus) "] == " 4 "
+    assert cells[" minion return retries "] == " 9 "
+    assert cells[" minion jobs given up "] == " 6 "
+    assert cells[" minion return errors "] == " 3 "
+    assert "`return_retry_tries` tries" in table
+
+
 def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
     options = StormOptions(jobs=400, variants=("on",), output_name="storm-long-400")
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
