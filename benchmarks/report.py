@@ -122,9 +122,14 @@ def bar_plot(
     if len(series) > 1:
         ax.legend()
     ax.grid(axis="y", alpha=0.3)
+    return save_figure(fig, name)
+
+
+def save_figure(fig: Any, name: str) -> Path:
+    """Lay out ``fig``, save it as ``results/<name>.png`` and close it."""
     fig.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.png"
     fig.savefig(path)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
