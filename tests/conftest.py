@@ -9,8 +9,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -53,6 +54,19 @@ def usage_error(
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return err
+
+
+def query(database: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    """The rows of one statement (none for a statement without any), run and
+    committed on a new connection to ``database`` (anything with ``connect()``,
+    such as ``harness.postgres.ConnectionInfo``)."""
+    conn = database.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+    finally:
+        conn.close()
 
 
 #: tests poll the stack the way the tour does
