@@ -20,9 +20,10 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 import psycopg2.extensions
@@ -133,3 +134,48 @@ def fresh_database(postgres_server: str) -> Iterator[TestDatabase]:
     """A database of the test's own, with no table at all."""
     with _fresh_database(postgres_server) as dsn:
         yield TestDatabase(dsn)
+
+
+def _add_org(
+    database: Any, org: str, members: Mapping[str, Sequence[str]]
+) -> dict[str, int]:
+    """Organization ``org`` with its minions (``members``: minion id -> its
+    group names), each group made on its first mention; the groups' ids."""
+    groups: dict[str, int] = {}
+    conn = database.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO organization (name) VALUES (%s) RETURNING id", (org,)
+            )
+            org_id = cur.fetchone()[0]
+            for minion, names in members.items():
+                cur.execute(
+                    "INSERT INTO server (org_id, minion_id) VALUES (%s, %s)"
+                    " RETURNING id",
+                    (org_id, minion),
+                )
+                server_id = cur.fetchone()[0]
+                for name in names:
+                    if name not in groups:
+                        cur.execute(
+                            "INSERT INTO server_group (org_id, name) VALUES (%s, %s)"
+                            " RETURNING id",
+                            (org_id, name),
+                        )
+                        groups[name] = cur.fetchone()[0]
+                    cur.execute(
+                        "INSERT INTO server_group_member (server_id, group_id)"
+                        " VALUES (%s, %s)",
+                        (server_id, groups[name]),
+                    )
+    finally:
+        conn.close()
+    return groups
+
+
+@pytest.fixture(scope="session")
+def add_org() -> Callable[[Any, str, Mapping[str, Sequence[str]]], dict[str, int]]:
+    """Adds an organization with minions in groups to a database (anything
+    with ``connect()``) the way a SUSE Manager-like directory holds them."""
+    return _add_org

@@ -232,35 +232,6 @@ def test_rollback_restores_the_earlier_result(stack, minion_id, absent_package):
     assert _show_sls(stack, minion_id) == {}
 
 
-def _add_to_group(stack: Stack, org: str, group: str, minions: list[str]) -> None:
-    assert stack.pg is not None
-    conn = stack.pg.connect()
-    try:
-        with conn, conn.cursor() as cur:
-            cur.execute(
-                "INSERT INTO organization (name) VALUES (%s) RETURNING id", (org,)
-            )
-            org_id = cur.fetchone()[0]
-            cur.execute(
-                "INSERT INTO server_group (org_id, name) VALUES (%s, %s) RETURNING id",
-                (org_id, group),
-            )
-            group_id = cur.fetchone()[0]
-            for minion in minions:
-                cur.execute(
-                    "INSERT INTO server (org_id, minion_id) VALUES (%s, %s)"
-                    " RETURNING id",
-                    (org_id, minion),
-                )
-                cur.execute(
-                    "INSERT INTO server_group_member (server_id, group_id)"
-                    " VALUES (%s, %s)",
-                    (cur.fetchone()[0], group_id),
-                )
-    finally:
-        conn.close()
-
-
 @pytest.fixture(scope="module")
 def second_minion(stack):
     assert stack.master is not None and stack.listener is not None
@@ -275,10 +246,10 @@ def second_minion(stack):
 
 
 def test_a_group_change_reaches_every_member_on_the_next_highstate(
-    stack, minion_id, second_minion, absent_package, host_packages
+    stack, minion_id, second_minion, absent_package, host_packages, add_org
 ):
     members = [minion_id, second_minion]
-    _add_to_group(stack, "acme", "web", members)
+    add_org(stack.pg, "acme", {minion: ["web"] for minion in members})
     _run_ok(stack, "pkgstate.set", f"minion:{minion_id}")  # own state: empty
     _run_ok(stack, "pkgstate.set", "web", "bc")
     _run_ok(stack, "pkgstate.assign", "web", "group=acme/web")
