@@ -52,11 +52,7 @@ PILLARS = {"db": "DB-only (PostgreSQL ext_pillar)", "files": "file pillars"}
 DB_QUERY = "SELECT pillar FROM salt_pillar_rows(%s)"
 
 
-VARIANTS = (
-    Variant("pristine 3008.3", "pristine", None),
-    Variant("series, reuse off", "series", False),
-    Variant("series, reuse on", "series", True),
-)
+VARIANTS = Variant.of_option("reuse")
 
 
 @dataclass
