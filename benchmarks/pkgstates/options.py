@@ -38,7 +38,7 @@ class PkgstatesOptions:
     highstate_rounds: int = option(
         3,
         positive,
-        "highstate rounds per variant, each after a new revision ",
+        "highstate rounds per variant, each after a new revision",
     )
     variants: str = option(
         "off,on,cache",
@@ -53,7 +53,7 @@ class PkgstatesOptions:
     output_name: str = option(
         "pkgstates",
         report_name,
-        "report files in benchmarks/results/: NAME.md, NAME.json, NAME.png ",
+        "report files in benchmarks/results/: NAME.md, NAME.json, NAME.png",
     )
 
     def __post_init__(self) -> None:

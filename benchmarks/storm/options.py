@@ -71,7 +71,7 @@ class StormOptions:
         1,
         non_negative,
         "MWorkers of the limiter-on master's worker pool for the exempt "
-        "functions (worker_pools:<pool>:functions); 0: no such pool ",
+        "functions (worker_pools:<pool>:functions); 0: no such pool",
     )
     consumer_rate: float = option(
         150.0,
