@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ import pytest
 from saltext.pkgstate import schema
 
 DSN_ENV = "SALTEXT_PKGSTATE_TEST_DSN"
+TEMP_PREFIX = "saltext-pkgstate-test-"
 
 
 @dataclass(frozen=True)
@@ -51,13 +50,13 @@ class TestDatabase:
 def _embedded_server() -> Iterator[str]:
     try:
         from harness.ports import free_port
-        from harness.postgres import EmbeddedPostgres
+        from harness.postgres import EmbeddedPostgres, open_temp_directory
     except ImportError:
         pytest.skip(
             f"no PostgreSQL for the functional tests: set {DSN_ENV}, or run them "
             "in the saltfleet checkout (nox -s tests)"
         )
-    with _open_directory() as root:
+    with open_temp_directory(TEMP_PREFIX) as root:
         server = EmbeddedPostgres(root / "pg", free_port())
         server.start()
         try:
@@ -66,23 +65,15 @@ def _embedded_server() -> Iterator[str]:
             server.stop()
 
 
-@contextlib.contextmanager
-def _open_directory() -> Iterator[Path]:
-    # an unprivileged PostgreSQL (root runs it as nobody) must enter it:
-    # pytest's tmp_path lives under a 0700 directory
-    root = Path(tempfile.mkdtemp(prefix="saltext-pkgstate-test-"))
-    root.chmod(0o755)
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def open_tmp_module() -> Iterator[Path]:
     """A directory of the module's own that an unprivileged PostgreSQL can
-    enter (a stack of the saltfleet harness puts its database there)."""
-    with _open_directory() as root:
+    enter (a stack of the saltfleet harness puts its database there; pytest's
+    tmp_path lives under a 0700 directory)."""
+    postgres = pytest.importorskip(
+        "harness.postgres", reason="needs the saltfleet harness (nox -s tests)"
+    )
+    with postgres.open_temp_directory(TEMP_PREFIX) as root:
         yield root
 
 
