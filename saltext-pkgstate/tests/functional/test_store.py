@@ -168,6 +168,9 @@ def test_assign_refuses_missing_targets_and_keeps_what_was_there(
         store.assign("minion:m1", org="acme")
     with pytest.raises(PkgStateError, match="not assigned to group 'acme/edge'"):
         store.unassign("assigned", group="acme/edge")
+    # a misspelt target is a caller's error, not an assignment to nothing
+    with pytest.raises(TypeError, match="groups"):
+        store.unassign("assigned", groups="acme/web")
     assert [a.target for a in store.assignments("assigned")] == ["acme/web"]
 
 
