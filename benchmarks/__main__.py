@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Final
 
 from benchmarks.names import BENCHMARKS
 from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
@@ -62,7 +64,10 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     p.add_argument("--timeout", type=positive, default=15)
     p.add_argument(
-        "--no-live", action="store_true", help="skip the part that starts a stack"
+        "--no-live",
+        dest="live",
+        action="store_false",
+        help="skip the part that starts a stack",
     )
     p = sub.add_parser("pkgstates", help=BENCHMARKS["pkgstates"])
     pkgstates_options.add_arguments(p)
@@ -86,65 +91,43 @@ def _main(argv: Sequence[str] | None) -> int:
     return 0
 
 
+#: each benchmark that takes plain keywords: its module, and the keywords of
+#: its ``run`` (``keyword=option`` where the option is named otherwise)
+PLAIN_RUNS: Final[dict[str, tuple[str, str]]] = {
+    "minions": ("benchmarks.minions", "minions processes rounds"),
+    "pillar": (
+        "benchmarks.pillar",
+        "minions rounds workers micro_calls names=variants",
+    ),
+    "interfaces": ("benchmarks.interfaces_load", "runs loads warmup single_loads"),
+    "query": ("benchmarks.query", "minions rounds running stopped timeout live"),
+    "pillar-compile": (
+        "benchmarks.pillar_compile",
+        "fleet_size=fleet requests warmup runs",
+    ),
+    "router": ("benchmarks.router_functions", "runs requests_per_run=requests"),
+}
+
+
+def plain_keywords(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of benchmark ``name``'s ``run`` from the parsed options."""
+    pairs = (word.partition("=") for word in PLAIN_RUNS[name][1].split())
+    return {key: getattr(args, option or key) for key, _, option in pairs}
+
+
 def _run(args: argparse.Namespace) -> Path:
     """Run the benchmark ``args.name``; return its report's path."""
-    if args.name == "minions":
-        from benchmarks import minions
-
-        path = minions.run(
-            minions=args.minions, processes=args.processes, rounds=args.rounds
-        )
-    elif args.name == "storm":
+    if args.name == "storm":
         from benchmarks import storm
 
-        path = storm.run(storm_options.from_args(args))
-    elif args.name == "query":
-        from benchmarks import query
-
-        path = query.run(
-            minions=args.minions,
-            rounds=args.rounds,
-            running=args.running,
-            stopped=args.stopped,
-            timeout=args.timeout,
-            live=not args.no_live,
-        )
-    elif args.name == "pkgstates":
+        return storm.run(storm_options.from_args(args))
+    if args.name == "pkgstates":
         from benchmarks.pkgstates import run as pkgstates
 
-        path = pkgstates.run(args.pkgstates)
-    elif args.name == "pillar-compile":
-        from benchmarks import pillar_compile
-
-        path = pillar_compile.run(
-            fleet_size=args.fleet,
-            requests=args.requests,
-            warmup=args.warmup,
-            runs=args.runs,
-        )
-    elif args.name == "router":
-        from benchmarks import router_functions
-
-        path = router_functions.run(runs=args.runs, requests_per_run=args.requests)
-    elif args.name == "interfaces":
-        from benchmarks import interfaces_load
-
-        path = interfaces_load.run(
-            runs=args.runs,
-            loads=args.loads,
-            warmup=args.warmup,
-            single_loads=args.single_loads,
-        )
-    else:
-        from benchmarks import pillar
-
-        path = pillar.run(
-            minions=args.minions,
-            rounds=args.rounds,
-            workers=args.workers,
-            micro_calls=args.micro_calls,
-            names=args.variants,
-        )
+        return pkgstates.run(args.pkgstates)
+    # imported on demand: each benchmark pulls in Salt's loader or matplotlib
+    module = importlib.import_module(PLAIN_RUNS[args.name][0])
+    path: Path = module.run(**plain_keywords(args.name, args))
     return path
 
 

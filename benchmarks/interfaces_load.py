@@ -46,11 +46,7 @@ GOALS = {"series, interfaces off": 2.0, "series, interfaces on": 5.0}
 DECLARING_MODULES = ("aptpkg", "yumpkg", "zypperpkg")
 
 
-VARIANTS = (
-    Variant("pristine 3008.3", "pristine", None),
-    Variant("series, interfaces off", "series", False),
-    Variant("series, interfaces on", "series", True),
-)
+VARIANTS = Variant.of_option("interfaces")
 
 
 @dataclass

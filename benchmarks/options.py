@@ -11,7 +11,7 @@ becomes a usage error) and :func:`reproduce_command` writes the report's
 
     @dataclass(frozen=True)
     class QuickOptions:
-        minions: int = option(100, positive, "simulated minions (default: %(default)s)")
+        minions: int = option(100, positive, "simulated minions")
 
     QuickOptions(minions=50) -> "nox -s bench -- quick --minions 50"
 """
@@ -38,7 +38,9 @@ def option(
 ) -> Any:
     """A field of an options class with what its flag needs: ``parse`` is the
     argparse type (None: a flag without a value, for a bool that is False by
-    default), ``text`` the help, ``extra`` more ``add_argument`` keywords."""
+    default), ``text`` the help, ``extra`` more ``add_argument`` keywords.
+    The help of a flag with a value ends in ``(default: <default>)`` unless
+    ``text`` says its default itself."""
     return field(
         default=default, metadata={"parse": parse, "help": text, "extra": extra}
     )
@@ -66,11 +68,14 @@ def add_arguments(parser: argparse.ArgumentParser, options: type[_Options]) -> N
         if meta["parse"] is None:
             parser.add_argument(flag(spec.name), action="store_true", help=meta["help"])
         else:
+            text = meta["help"]
+            if "(default" not in text:
+                text += " (default: %(default)s)"
             parser.add_argument(
                 flag(spec.name),
                 type=meta["parse"],
                 default=spec.default,
-                help=meta["help"],
+                help=text,
                 **meta["extra"],
             )
 

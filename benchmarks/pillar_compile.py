@@ -52,11 +52,7 @@ PILLARS = {"db": "DB-only (PostgreSQL ext_pillar)", "files": "file pillars"}
 DB_QUERY = "SELECT pillar FROM salt_pillar_rows(%s)"
 
 
-VARIANTS = (
-    Variant("pristine 3008.3", "pristine", None),
-    Variant("series, reuse off", "series", False),
-    Variant("series, reuse on", "series", True),
-)
+VARIANTS = Variant.of_option("reuse")
 
 
 @dataclass
@@ -65,18 +61,8 @@ class Measured:
 
     variant: str
     pillar: str
-    ms_per_request: list[float] = field(default_factory=list)
+    ms_per_request: report.Runs = field(default_factory=report.Runs)
     wrong: list[str] = field(default_factory=list)  # minions with another pillar
-
-    @property
-    def median(self) -> float:
-        """Median over runs of the CPU ms per request."""
-        return report.median(self.ms_per_request)
-
-    @property
-    def spread(self) -> str:
-        """The runs' minimum and maximum."""
-        return f"{min(self.ms_per_request):.1f}-{max(self.ms_per_request):.1f}"
 
 
 def overrides(
@@ -242,16 +228,16 @@ def write_report(
         "",
     ]
     for pillar, title in PILLARS.items():
-        base = by_key[(pristine, pillar)].median
+        base = by_key[(pristine, pillar)].ms_per_request.median
         rows = []
         for v in VARIANTS:
             m = by_key[(v.name, pillar)]
             rows.append(
                 (
                     v.name,
-                    f"{m.median:.1f}",
-                    m.spread,
-                    f"{m.median / base:.3f}",
+                    f"{m.ms_per_request.median:.1f}",
+                    m.ms_per_request.spread,
+                    f"{m.ms_per_request.median / base:.3f}",
                     f"{requests * runs - len(m.wrong)} of {requests * runs}",
                 )
             )
@@ -273,7 +259,10 @@ def write_report(
     lines += ["## Goals (issue 25)", ""]
     reuse_on = VARIANTS[-1].name
     for pillar, goal in GOALS.items():
-        ratio = by_key[(reuse_on, pillar)].median / by_key[(pristine, pillar)].median
+        ratio = (
+            by_key[(reuse_on, pillar)].ms_per_request.median
+            / by_key[(pristine, pillar)].ms_per_request.median
+        )
         verdict = "met" if ratio <= goal else f"NOT met (by {ratio / goal:.1f}x)"
         lines.append(
             f"- {PILLARS[pillar]}: series with reuse on = {ratio:.3f} x pristine "
@@ -303,7 +292,10 @@ def write_report(
         NAME,
         f"master CPU per _pillar request (median of {runs} runs)",
         [PILLARS[p] for p in PILLARS],
-        {v.name: [by_key[(v.name, p)].median for p in PILLARS] for v in VARIANTS},
+        {
+            v.name: [by_key[(v.name, p)].ms_per_request.median for p in PILLARS]
+            for v in VARIANTS
+        },
         "CPU ms / request",
     )
     lines += [f"![CPU per request]({plot.name})"]

@@ -29,6 +29,21 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+class Runs(list[float]):
+    """A measurement's value in each run, with the median and the spread a
+    report shows of them."""
+
+    @property
+    def median(self) -> float:
+        """Median over the runs."""
+        return median(self)
+
+    @property
+    def spread(self) -> str:
+        """The runs' lowest and highest value."""
+        return f"{min(self):.1f}-{max(self):.1f}"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A Markdown table of ``rows`` under ``headers``."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -122,9 +137,14 @@ def bar_plot(
     if len(series) > 1:
         ax.legend()
     ax.grid(axis="y", alpha=0.3)
+    return save_figure(fig, name)
+
+
+def save_figure(fig: Any, name: str) -> Path:
+    """Lay out ``fig``, save it as ``results/<name>.png`` and close it."""
     fig.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.png"
     fig.savefig(path)
-    plt.close(fig)
+    pyplot().close(fig)
     return path

@@ -63,18 +63,8 @@ class Measured:
 
     layout: str
     ret: str
-    us_per_request: list[float] = field(default_factory=list)
+    us_per_request: report.Runs = field(default_factory=report.Runs)
     pools: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def median(self) -> float:
-        """Median over runs."""
-        return report.median(self.us_per_request)
-
-    @property
-    def spread(self) -> str:
-        """The runs' lowest and highest value."""
-        return f"{min(self.us_per_request):.1f}-{max(self.us_per_request):.1f}"
 
 
 def state_return(size: int) -> dict[str, Any]:
@@ -204,14 +194,14 @@ def render(
     by_key = {(m.layout, m.ret): m for m in results}
     rows = []
     for m in results:
-        base = by_key[(BASELINE, m.ret)].median
+        base = by_key[(BASELINE, m.ret)].us_per_request.median
         rows.append(
             (
                 m.layout,
                 f"{m.ret} ({sizes[m.ret]} B)",
-                f"{m.median:.1f}",
-                m.spread,
-                f"{m.median - base:+.1f}",
+                f"{m.us_per_request.median:.1f}",
+                m.us_per_request.spread,
+                f"{m.us_per_request.median - base:+.1f}",
                 ", ".join(f"{pool}: {count}" for pool, count in m.pools.items()),
             )
         )

@@ -32,6 +32,16 @@ class Variant:
     tree: str  # "pristine" or "series"
     option: bool | None  # None: the tree has no such option
 
+    @classmethod
+    def of_option(cls, option: str) -> tuple[Variant, Variant, Variant]:
+        """Pristine 3008.3, then the series with ``option`` off and on: the
+        variants of a benchmark that measures what one option costs."""
+        return (
+            cls("pristine 3008.3", "pristine", None),
+            cls(f"series, {option} off", "series", False),
+            cls(f"series, {option} on", "series", True),
+        )
+
 
 def extract_tree(src: Path, ref: str, dest: Path) -> Path:
     """``salt/`` of ``ref`` in the git repository ``src``, under ``dest``,

@@ -63,40 +63,35 @@ def _latency(text: str) -> LatencySpec:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _fleet_options(parser: Any, *options: tuple[str, Any, str]) -> None:
+    """Add fleet options, each ``(flag, value type or None, help)``: absent
+    from the parsed arguments unless given, so FleetConfig's defaults hold."""
+    for flag, kind, text in options:
+        parser.add_argument(flag, type=kind, default=SUPPRESS, help=text)
+
+
 def _add_identity_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--count",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"number of minions (default: {_DEFAULTS.count})",
-    )
-    parser.add_argument(
-        "--prefix",
-        default=SUPPRESS,
-        help=f"minion ids are PREFIX-NNNN (default: {_DEFAULTS.prefix})",
-    )
-    parser.add_argument(
-        "--start-index",
-        type=argtypes.non_negative,
-        default=SUPPRESS,
-        help=f"number of the first minion (default: {_DEFAULTS.start_index})",
-    )
-    parser.add_argument(
-        "--id-width",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"zero padding of the number (default: {_DEFAULTS.id_width})",
-    )
-    parser.add_argument(
-        "--keys-dir",
-        default=SUPPRESS,
-        help=f"where minion keys are cached (default: ./{_DEFAULTS.keys_dir})",
-    )
-    parser.add_argument(
-        "--keysize",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"RSA key size (default: {_DEFAULTS.keysize})",
+    d = _DEFAULTS
+    _fleet_options(
+        parser,
+        ("--count", argtypes.positive, f"number of minions (default: {d.count})"),
+        ("--prefix", None, f"minion ids are PREFIX-NNNN (default: {d.prefix})"),
+        (
+            "--start-index",
+            argtypes.non_negative,
+            f"number of the first minion (default: {d.start_index})",
+        ),
+        (
+            "--id-width",
+            argtypes.positive,
+            f"zero padding of the number (default: {d.id_width})",
+        ),
+        (
+            "--keys-dir",
+            None,
+            f"where minion keys are cached (default: ./{d.keys_dir})",
+        ),
+        ("--keysize", argtypes.positive, f"RSA key size (default: {d.keysize})"),
     )
     parser.add_argument(
         "--seed-master",
@@ -106,6 +101,7 @@ def _add_identity_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _build_run_parser(sub: Any) -> None:
+    d = _DEFAULTS
     run = sub.add_parser(
         "run",
         help="start a fleet (default)",
@@ -114,7 +110,7 @@ def _build_run_parser(sub: Any) -> None:
     )
     run.add_argument(
         "--master",
-        help=f"master HOST or HOST:RET_PORT (default port {_DEFAULTS.ret_port}); "
+        help=f"master HOST or HOST:RET_PORT (default port {d.ret_port}); "
         "required unless --config is given",
     )
     run.add_argument(
@@ -128,41 +124,42 @@ def _build_run_parser(sub: Any) -> None:
         action="store_true",
         help="the caller generated and accepted the keys already: skip that step",
     )
-    run.add_argument(
-        "--publish-port",
-        type=argtypes.port,
-        default=SUPPRESS,
-        help=f"master publish port (default: {_DEFAULTS.publish_port})",
+    _fleet_options(
+        run,
+        (
+            "--publish-port",
+            argtypes.port,
+            f"master publish port (default: {d.publish_port})",
+        ),
     )
     run.add_argument(
         "--transport",
         choices=("zeromq", "tcp"),
         default=SUPPRESS,
-        help=f"master transport (default: {_DEFAULTS.transport})",
+        help=f"master transport (default: {d.transport})",
     )
-    run.add_argument(
-        "--processes",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"worker processes to spread minions over (default: {_DEFAULTS.processes})",
+    _fleet_options(
+        run,
+        (
+            "--processes",
+            argtypes.positive,
+            f"worker processes to spread minions over (default: {d.processes})",
+        ),
     )
     _add_identity_args(run)
-    run.add_argument(
-        "--run-dir",
-        default=SUPPRESS,
-        help="sockets, status and logs (default: KEYS_DIR/run)",
-    )
-    run.add_argument(
-        "--ramp-rate",
-        type=argtypes.rate,
-        default=SUPPRESS,
-        help=f"minions started per second, 0 = no limit (default: {_DEFAULTS.ramp_rate:g})",
-    )
-    run.add_argument(
-        "--auth-concurrency",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"sign-ins in flight per process (default: {_DEFAULTS.auth_concurrency})",
+    _fleet_options(
+        run,
+        ("--run-dir", None, "sockets, status and logs (default: KEYS_DIR/run)"),
+        (
+            "--ramp-rate",
+            argtypes.rate,
+            f"minions started per second, 0 = no limit (default: {d.ramp_rate:g})",
+        ),
+        (
+            "--auth-concurrency",
+            argtypes.positive,
+            f"sign-ins in flight per process (default: {d.auth_concurrency})",
+        ),
     )
     _add_timing_args(run.add_argument_group("timing model"))
     _add_behaviour_args(run.add_argument_group("behaviour"))
@@ -173,29 +170,32 @@ def _build_run_parser(sub: Any) -> None:
         default=0.0,
         help="stop after SECONDS, 0 = run until signalled (default: 0)",
     )
-    control.add_argument(
-        "--status-interval",
-        type=argtypes.positive_seconds,
-        default=SUPPRESS,
-        help="seconds between status file updates "
-        f"(default: {_DEFAULTS.status_interval:g})",
+    _fleet_options(
+        control,
+        (
+            "--status-interval",
+            argtypes.positive_seconds,
+            f"seconds between status file updates (default: {d.status_interval:g})",
+        ),
     )
     control.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default=SUPPRESS,
-        help=f"worker log level (default: {_DEFAULTS.log_level})",
+        help=f"worker log level (default: {d.log_level})",
     )
 
 
 def _add_timing_args(timing: Any) -> None:
     defaults = _DEFAULTS.timing
-    timing.add_argument(
-        "--latency",
-        type=_latency,
-        default=SUPPRESS,
-        help="latency of every function: SECONDS or LOW-HIGH "
-        f"(default: {defaults.default_latency.render()})",
+    _fleet_options(
+        timing,
+        (
+            "--latency",
+            _latency,
+            "latency of every function: SECONDS or LOW-HIGH "
+            f"(default: {defaults.default_latency.render()})",
+        ),
     )
     timing.add_argument(
         "--function-latency",
@@ -204,34 +204,35 @@ def _add_timing_args(timing: Any) -> None:
         metavar="FUN=LATENCY",
         help="latency of one function, repeatable (e.g. pkg.list_pkgs=0.5-2)",
     )
-    timing.add_argument(
-        "--state-duration",
-        type=_latency,
-        default=SUPPRESS,
-        help=f"duration of a state run (default: {defaults.state_duration.render()})",
-    )
-    timing.add_argument(
-        "--slowdown",
-        type=argtypes.positive_number,
-        default=SUPPRESS,
-        help=f"multiply all latencies (default: {defaults.slowdown:g})",
-    )
-    timing.add_argument(
-        "--max-concurrent-jobs",
-        type=argtypes.non_negative,
-        default=SUPPRESS,
-        help="jobs a minion runs at once, more wait; 0 = unlimited "
-        f"(default: {defaults.max_concurrent_jobs})",
-    )
-    timing.add_argument(
-        "--exempt-functions",
-        default=SUPPRESS,
-        help="functions that never wait for a job slot "
-        f"(default: {','.join(sorted(defaults.exempt_functions))})",
+    _fleet_options(
+        timing,
+        (
+            "--state-duration",
+            _latency,
+            f"duration of a state run (default: {defaults.state_duration.render()})",
+        ),
+        (
+            "--slowdown",
+            argtypes.positive_number,
+            f"multiply all latencies (default: {defaults.slowdown:g})",
+        ),
+        (
+            "--max-concurrent-jobs",
+            argtypes.non_negative,
+            "jobs a minion runs at once, more wait; 0 = unlimited "
+            f"(default: {defaults.max_concurrent_jobs})",
+        ),
+        (
+            "--exempt-functions",
+            None,
+            "functions that never wait for a job slot "
+            f"(default: {','.join(sorted(defaults.exempt_functions))})",
+        ),
     )
 
 
 def _add_behaviour_args(behaviour: Any) -> None:
+    d = _DEFAULTS
     behaviour.add_argument(
         "--replay",
         dest="replay_file",
@@ -259,47 +260,42 @@ def _add_behaviour_args(behaviour: Any) -> None:
         help="state runs do not compile the pillar (they see the pillar fetched "
         "last: no new package states or pillar errors)",
     )
-    behaviour.add_argument(
-        "--state-count",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"states in a simulated state run (default: {_DEFAULTS.state_count})",
-    )
-    behaviour.add_argument(
-        "--package-count",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"packages per minion (default: {_DEFAULTS.package_count})",
-    )
-    behaviour.add_argument(
-        "--request-timeout",
-        type=argtypes.positive_seconds,
-        default=SUPPRESS,
-        help="seconds per sign-in, event or pillar request to the master "
-        f"(default: {_DEFAULTS.request_timeout:g}; returns: --return-retry-*)",
-    )
-    behaviour.add_argument(
-        "--request-tries",
-        type=argtypes.positive,
-        default=SUPPRESS,
-        help=f"tries per request (default: {_DEFAULTS.request_tries})",
-    )
-    for option, what in (
-        ("return_retry_timer", "least seconds per try of a job return"),
-        ("return_retry_timer_max", "most seconds per try of a job return"),
-        ("return_retry_tries", "tries of a job return"),
-    ):
-        behaviour.add_argument(
-            "--" + option.replace("_", "-"),
-            type=argtypes.positive,
-            default=SUPPRESS,
-            help=f"{what}: Salt's minion option {option} (default: Salt's)",
-        )
-    behaviour.add_argument(
-        "--seed",
-        type=int,
-        default=SUPPRESS,
-        help="seed for latencies and package changes (default: random)",
+    _fleet_options(
+        behaviour,
+        (
+            "--state-count",
+            argtypes.positive,
+            f"states in a simulated state run (default: {d.state_count})",
+        ),
+        (
+            "--package-count",
+            argtypes.positive,
+            f"packages per minion (default: {d.package_count})",
+        ),
+        (
+            "--request-timeout",
+            argtypes.positive_seconds,
+            "seconds per sign-in, event or pillar request to the master "
+            f"(default: {d.request_timeout:g}; returns: --return-retry-*)",
+        ),
+        (
+            "--request-tries",
+            argtypes.positive,
+            f"tries per request (default: {d.request_tries})",
+        ),
+        *(
+            (
+                "--" + option.replace("_", "-"),
+                argtypes.positive,
+                f"{what}: Salt's minion option {option} (default: Salt's)",
+            )
+            for option, what in (
+                ("return_retry_timer", "least seconds per try of a job return"),
+                ("return_retry_timer_max", "most seconds per try of a job return"),
+                ("return_retry_tries", "tries of a job return"),
+            )
+        ),
+        ("--seed", int, "seed for latencies and package changes (default: random)"),
     )
 
 

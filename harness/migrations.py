@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg2
 from saltext.pkgstate import schema as pkgstate_schema
 
 from harness.errors import HarnessError
@@ -25,6 +24,8 @@ _NAME_RE = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 #: extension's 0001 and 0002, which then exist already
 _PKGSTATE_WAS_OURS = (2, "package_states")
 _PKGSTATE_BASELINE = 2
+#: the table that records which of ``sql/`` a database has
+VERSION_TABLE = "saltfleet_schema"
 
 
 class MigrationError(HarnessError):
@@ -61,44 +62,34 @@ def discover(sql_dir: Path = SQL_DIR) -> list[Migration]:
 def apply(info: ConnectionInfo, sql_dir: Path = SQL_DIR) -> list[Migration]:
     """Apply the migrations not yet recorded, then the package state
     extension's; return the ones of ``sql_dir`` applied now."""
-    migrations = discover(sql_dir)
-    applied_now: list[Migration] = []
+    migrations = {m.version: m for m in discover(sql_dir)}
     conn = info.connect()
     try:
+        # the extension's way of applying numbered SQL files, on our own record
+        applied_now = pkgstate_schema.apply_migrations(
+            conn,
+            [
+                pkgstate_schema.Migration(m.version, m.name, m.path.read_text())
+                for m in migrations.values()
+            ],
+            VERSION_TABLE,
+        )
         with conn, conn.cursor() as cur:
             cur.execute(
-                "CREATE TABLE IF NOT EXISTS saltfleet_schema ("
-                " version integer PRIMARY KEY,"
-                " name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
+                f"SELECT 1 FROM {VERSION_TABLE} WHERE version = %s AND name = %s",
+                _PKGSTATE_WAS_OURS,
             )
-            cur.execute("SELECT version, name FROM saltfleet_schema")
-            recorded = set(cur.fetchall())
-            done = {version for version, _ in recorded}
-        for migration in migrations:
-            if migration.version in done:
-                continue
-            try:
-                with conn, conn.cursor() as cur:
-                    cur.execute(migration.path.read_text())
-                    cur.execute(
-                        "INSERT INTO saltfleet_schema (version, name) VALUES (%s, %s)",
-                        (migration.version, migration.name),
-                    )
-            except psycopg2.Error as exc:
-                raise MigrationError(
-                    f"migration {migration.path.name} failed and was rolled back: "
-                    f"{str(exc).strip()}"
-                ) from None
-            applied_now.append(migration)
+            pkgstate_was_ours = cur.fetchone() is not None
+    except pkgstate_schema.SchemaError as exc:
+        raise MigrationError(str(exc)) from None
     finally:
         conn.close()
-    baseline = _PKGSTATE_BASELINE if _PKGSTATE_WAS_OURS in recorded else 0
+    baseline = _PKGSTATE_BASELINE if pkgstate_was_ours else 0
     try:
         pkgstate_schema.migrate(info.dsn, baseline=baseline)
     except pkgstate_schema.SchemaError as exc:
         raise MigrationError(f"saltext-pkgstate: {exc}") from None
-    return applied_now
+    return [migrations[m.version] for m in applied_now]
 
 
 def current_version(info: ConnectionInfo) -> int:
@@ -106,10 +97,10 @@ def current_version(info: ConnectionInfo) -> int:
     conn = info.connect()
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT to_regclass('saltfleet_schema') IS NOT NULL")
+            cur.execute("SELECT to_regclass(%s) IS NOT NULL", (VERSION_TABLE,))
             if not cur.fetchone()[0]:
                 return 0
-            cur.execute("SELECT coalesce(max(version), 0) FROM saltfleet_schema")
+            cur.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}")
             return int(cur.fetchone()[0])
     finally:
         conn.close()

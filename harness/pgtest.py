@@ -13,17 +13,14 @@ server is started.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
 from harness.ports import free_port
-from harness.postgres import EmbeddedPostgres
+from harness.postgres import EmbeddedPostgres, open_temp_directory
 
 DSN_VARIABLE = "SALT_TEST_POSTGRES_DSN"
 # How long an interrupted command may take to clean up before it is killed
@@ -53,10 +50,7 @@ def run_with_server(command: Sequence[str]) -> int:
     """Run ``command`` with :data:`DSN_VARIABLE` set; its exit code."""
     if os.environ.get(DSN_VARIABLE):
         return _call(command)
-    # The server may run as nobody, who must be able to reach its directory.
-    base = Path(tempfile.mkdtemp(prefix="saltfleet-pgtest-"))
-    base.chmod(0o755)
-    try:
+    with open_temp_directory("saltfleet-pgtest-") as base:
         server = EmbeddedPostgres(base / "pg", free_port())
         print(f"pgtest: starting PostgreSQL on port {server.port}", flush=True)
         server.start()
@@ -66,8 +60,6 @@ def run_with_server(command: Sequence[str]) -> int:
         finally:
             server.stop()
             server.cleanup()
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -21,6 +21,7 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,24 @@ def _major(bin_dir: Path) -> int:
     return int(digits[-1]) if digits else 0
 
 
+def open_temp_dir(prefix: str) -> Path:
+    """A new temporary directory an unprivileged server can enter: mkdtemp
+    makes it 0700, and as root the server runs as ``nobody``."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
+@contextlib.contextmanager
+def open_temp_directory(prefix: str) -> Iterator[Path]:
+    """:func:`open_temp_dir`, removed with everything in it afterwards."""
+    path = open_temp_dir(prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def blocked_ancestor(path: Path) -> Path | None:
     """The first existing directory on ``path`` that others may not enter."""
     for ancestor in [path, *path.parents]:
@@ -279,8 +298,7 @@ class EmbeddedPostgres:
         self.relocated = False
         if self.run_as and blocked_ancestor(base_dir) is not None:
             # The unprivileged server could not reach its data there.
-            base_dir = Path(tempfile.mkdtemp(prefix="saltfleet-pg-"))
-            base_dir.chmod(0o755)
+            base_dir = open_temp_dir("saltfleet-pg-")
             self.relocated = True
         self.base_dir = base_dir
         self.data_dir = base_dir / "data"

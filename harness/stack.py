@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from harness.postgres import (
     EmbeddedPostgres,
     check_reachable,
     connection_from_dsn,
+    open_temp_dir,
     remove_stale_copies,
 )
 from harness.processes import ProcessRecord, stop_process_tree
@@ -193,10 +193,7 @@ class Stack:
         # hears a line as each part starts (``up`` prints them)
         self._say = say or (lambda line: None)
         self._owns_root = self.settings.root is None
-        self.root = Path(self.settings.root or tempfile.mkdtemp(prefix="saltfleet-"))
-        if self._owns_root:
-            # mkdtemp makes it 0700; an unprivileged PostgreSQL must enter it.
-            self.root.chmod(0o755)
+        self.root = Path(self.settings.root or open_temp_dir("saltfleet-"))
         self.postgres: EmbeddedPostgres | None = None
         self.pg: ConnectionInfo | None = None
         self.listener: EventListener | None = None

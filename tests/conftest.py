@@ -3,19 +3,18 @@ that nothing the harness started is left running."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from harness.polling import wait_until
+from harness.postgres import open_temp_directory
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: harness.cli.ROOT_ENV, which the unit tests check against this
@@ -55,6 +54,19 @@ def usage_error(
     return err
 
 
+def query(database: Any, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    """The rows of one statement (none for a statement without any), run and
+    committed on a new connection to ``database`` (anything with ``connect()``,
+    such as ``harness.postgres.ConnectionInfo``)."""
+    conn = database.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+    finally:
+        conn.close()
+
+
 #: tests poll the stack the way the tour does
 wait_for = wait_until
 
@@ -76,16 +88,6 @@ def cli():
     return run_cli
 
 
-@contextlib.contextmanager
-def _open_tmp():
-    path = Path(tempfile.mkdtemp(prefix="saltfleet-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 @pytest.fixture
 def open_tmp():
     """A temporary directory that an unprivileged PostgreSQL can enter.
@@ -93,13 +95,13 @@ def open_tmp():
     pytest's ``tmp_path`` lives under a 0700 directory; as root the harness
     runs PostgreSQL as ``nobody``, which could not reach it.
     """
-    with _open_tmp() as path:
+    with open_temp_directory("saltfleet-test-") as path:
         yield path
 
 
 @pytest.fixture(scope="module")
 def open_tmp_module():
-    with _open_tmp() as path:
+    with open_temp_directory("saltfleet-test-") as path:
         yield path
 
 

@@ -44,4 +44,9 @@ def every_minion_answers(ctx: TourContext) -> Finding:
 
 def register(registry: Registry) -> None:
     """Add the fleet section's scenarios to ``registry``."""
-    registry.scenario(SECTION, "every minion answers test.ping")(every_minion_answers)
+    registry.add_section(
+        SECTION,
+        {
+            "every minion answers test.ping": every_minion_answers,
+        },
+    )

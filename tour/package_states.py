@@ -399,13 +399,12 @@ def history_rollback_export(ctx: TourContext) -> Finding:
 
 def register(registry: Registry) -> None:
     """Add the package states section's scenarios to ``registry``."""
-    registry.scenario(SECTION, "org, group and minion states resolve")(states_resolve)
-    registry.scenario(SECTION, "highstate test=True, then for real")(
-        highstate_then_consistent
-    )
-    registry.scenario(SECTION, "a change outside Salt turns inconsistent")(
-        change_outside_salt
-    )
-    registry.scenario(SECTION, "history, rollback, export = applied")(
-        history_rollback_export
+    registry.add_section(
+        SECTION,
+        {
+            "org, group and minion states resolve": states_resolve,
+            "highstate test=True, then for real": highstate_then_consistent,
+            "a change outside Salt turns inconsistent": change_outside_salt,
+            "history, rollback, export = applied": history_rollback_export,
+        },
     )

@@ -202,9 +202,10 @@ def fails_closed_and_recovers(ctx: TourContext) -> Finding:
 
 def register(registry: Registry) -> None:
     """Add the pillar section's scenarios to ``registry``."""
-    registry.scenario(SECTION, "pillar rows at every scope merge exactly")(
-        rows_merge_exactly
-    )
-    registry.scenario(SECTION, "PostgreSQL down: fail closed, then recover")(
-        fails_closed_and_recovers
+    registry.add_section(
+        SECTION,
+        {
+            "pillar rows at every scope merge exactly": rows_merge_exactly,
+            "PostgreSQL down: fail closed, then recover": fails_closed_and_recovers,
+        },
     )

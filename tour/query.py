@@ -123,8 +123,11 @@ def unknown_field_fails(ctx: TourContext) -> Finding:
 
 def register(registry: Registry) -> None:
     """Add the query API section's scenarios to ``registry``."""
-    registry.scenario(SECTION, "a compound filter selects exactly")(
-        filter_selects_exactly
+    registry.add_section(
+        SECTION,
+        {
+            "a compound filter selects exactly": filter_selects_exactly,
+            "names keep their order": names_keep_order,
+            "an unknown field fails the query": unknown_field_fails,
+        },
     )
-    registry.scenario(SECTION, "names keep their order")(names_keep_order)
-    registry.scenario(SECTION, "an unknown field fails the query")(unknown_field_fails)

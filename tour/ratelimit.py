@@ -383,10 +383,11 @@ def _samples(count: int) -> str:
 
 def register(registry: Registry) -> None:
     """Add the rate-limiting section's scenarios to ``registry``."""
-    registry.scenario(SECTION, "storm with the limiter on")(storm_with_limiter)
-    registry.scenario(SECTION, "full queue: refused, recorded, nothing lost")(
-        overload_refuses
-    )
-    registry.scenario(SECTION, "storm with the limiter off, compared")(
-        storm_without_limiter
+    registry.add_section(
+        SECTION,
+        {
+            "storm with the limiter on": storm_with_limiter,
+            "full queue: refused, recorded, nothing lost": overload_refuses,
+            "storm with the limiter off, compared": storm_without_limiter,
+        },
     )

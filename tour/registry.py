@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import importlib.util
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -130,6 +130,13 @@ class Registry:
             return function
 
         return register
+
+    def add_section(
+        self, section: str, scenarios: Mapping[str, ScenarioFunction]
+    ) -> None:
+        """Register each of ``scenarios`` (name: function) in ``section``, in order."""
+        for name, function in scenarios.items():
+            self.scenario(section, name)(function)
 
     def sections(self) -> list[str]:
         """Section names in the order their first scenario runs."""

@@ -24,40 +24,28 @@ COMMAND: Final = "nox -s bench -- pkgstates"
 class PkgstatesOptions:
     """How one run is sized and where its report goes."""
 
-    minions: int = option(1000, positive, "simulated minions (default: %(default)s)")
-    packages: int = option(
-        200, positive, "package entries per state (default: %(default)s)"
-    )
-    installed: int = option(
-        250, positive, "installed packages per minion (default: %(default)s)"
-    )
+    minions: int = option(1000, positive, "simulated minions")
+    packages: int = option(200, positive, "package entries per state")
+    installed: int = option(250, positive, "installed packages per minion")
     groups: int = option(
         10,
         positive,
-        "groups, each with a state; the first holds every minion "
-        "(default: %(default)s)",
+        "groups, each with a state; the first holds every minion",
     )
-    rounds: int = option(
-        3, positive, "saves measured per save-to-visible variant (default: %(default)s)"
-    )
-    processes: int = option(
-        2, positive, "processes of the simulated fleet (default: %(default)s)"
-    )
-    timeout: int = option(
-        900, positive, "seconds a highstate round may take (default: %(default)s)"
-    )
+    rounds: int = option(3, positive, "saves measured per save-to-visible variant")
+    processes: int = option(2, positive, "processes of the simulated fleet")
+    timeout: int = option(900, positive, "seconds a highstate round may take")
     highstate_rounds: int = option(
         3,
         positive,
-        "highstate rounds per variant, each after a new revision "
-        "(default: %(default)s)",
+        "highstate rounds per variant, each after a new revision",
     )
     variants: str = option(
         "off,on,cache",
         variant_names,
         "master set-ups of the highstate rounds, one after the other: off "
         "(pillar_reuse_loaders off, today's default), on, cache (Salt's "
-        "pillar_cache) (default: %(default)s)",
+        "pillar_cache)",
     )
     no_highstate: bool = option(
         False, None, "skip the highstate rounds on a real master (no stack started)"
@@ -65,8 +53,7 @@ class PkgstatesOptions:
     output_name: str = option(
         "pkgstates",
         report_name,
-        "report files in benchmarks/results/: NAME.md, NAME.json, NAME.png "
-        "(default: %(default)s)",
+        "report files in benchmarks/results/: NAME.md, NAME.json, NAME.png",
     )
 
     def __post_init__(self) -> None:

@@ -82,10 +82,6 @@ def _save_rows(result: InProcessResult) -> list[list[str]]:
     ]
 
 
-def _spread(values: Sequence[float]) -> str:
-    return f"{min(values):.1f}-{max(values):.1f}"
-
-
 def _highstate_rows(
     highstate: list[VariantRounds], opts: PkgstatesOptions
 ) -> list[list[Any]]:
@@ -97,7 +93,7 @@ def _highstate_rows(
             [
                 v.label,
                 f"{report.median(seconds):.1f}",
-                _spread(seconds),
+                report.Runs(seconds).spread,
                 f"{report.median(seconds) / off:.2f}" if off else "-",
                 _visible_cell(v, opts),
                 f"{min(r.returns for r in v.rounds)} of {opts.minions}",

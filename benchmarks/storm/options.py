@@ -41,23 +41,19 @@ def _variants(word: str) -> tuple[str, ...]:
 class StormOptions:
     """How one storm is run and where its report goes."""
 
-    minions: int = option(1000, positive, "simulated minions (default: %(default)s)")
-    jobs: int = option(200, positive, "jobs in the storm (default: %(default)s)")
-    processes: int = option(
-        2, positive, "processes of the simulated fleet (default: %(default)s)"
-    )
-    submitters: int = option(
-        4, positive, "client threads submitting the storm (default: %(default)s)"
-    )
+    minions: int = option(1000, positive, "simulated minions")
+    jobs: int = option(200, positive, "jobs in the storm")
+    processes: int = option(2, positive, "processes of the simulated fleet")
+    submitters: int = option(4, positive, "client threads submitting the storm")
     max_wait: float = option(
         1800,
         positive_seconds,
-        "seconds one variant may take before it is cut short (default: %(default)s)",
+        "seconds one variant may take before it is cut short",
     )
     decide_calls: int = option(
         20000,
         positive,
-        "calls per case of the decide() micro-benchmark (default: %(default)s)",
+        "calls per case of the decide() micro-benchmark",
     )
     variants: tuple[str, ...] = option(
         VARIANTS["both"],
@@ -75,15 +71,14 @@ class StormOptions:
         1,
         non_negative,
         "MWorkers of the limiter-on master's worker pool for the exempt "
-        "functions (worker_pools:<pool>:functions); 0: no such pool "
-        "(default: %(default)s)",
+        "functions (worker_pools:<pool>:functions); 0: no such pool",
     )
     consumer_rate: float = option(
         150.0,
         rate,
         "events per second the event consumer (an engine on each master that "
         "stores every event in PostgreSQL, as SUSE Manager does) stores at "
-        "most; 0: no consumer (default: %(default)s)",
+        "most; 0: no consumer",
     )
     slice_min_targets: int = option(
         100,
@@ -91,13 +86,13 @@ class StormOptions:
         "the limiter-on master publishes a job in slices of at least this "
         "many minions as its max_master_jobs budget frees "
         "(rate_limiting:slices:min_targets); 0: no slices, every job to all "
-        "its minions at once (default: %(default)s)",
+        "its minions at once",
     )
     output_name: str = option(
         "storm",
         report_name,
         "name of the report files in benchmarks/results/: NAME.md, "
-        "NAME-timeline.png, NAME-consumer.png, NAME.json (default: %(default)s)",
+        "NAME-timeline.png, NAME-consumer.png, NAME.json",
         metavar="NAME",
     )
 

@@ -37,12 +37,7 @@ def timeline_plot(results: list[VariantResult], name: str) -> Path:
         "Storm of jobs to every minion: rate limiting "
         + " vs ".join(r.name for r in results)
     )
-    fig.tight_layout()
-    report.RESULTS.mkdir(parents=True, exist_ok=True)
-    path = report.RESULTS / f"{name}-timeline.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, f"{name}-timeline")
 
 
 def _panel(
@@ -129,9 +124,4 @@ def consumer_plot(results: list[VariantResult], name: str) -> Path:
         + " vs ".join(r.name for r in results)
     )
     axes[-1].set_xlabel("seconds since the storm began")
-    fig.tight_layout()
-    report.RESULTS.mkdir(parents=True, exist_ok=True)
-    path = report.RESULTS / f"{name}-consumer.png"
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, f"{name}-consumer")

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 import psycopg2.extensions
@@ -31,6 +30,7 @@ import pytest
 from saltext.pkgstate import schema
 
 DSN_ENV = "SALTEXT_PKGSTATE_TEST_DSN"
+TEMP_PREFIX = "saltext-pkgstate-test-"
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,13 @@ class TestDatabase:
 def _embedded_server() -> Iterator[str]:
     try:
         from harness.ports import free_port
-        from harness.postgres import EmbeddedPostgres
+        from harness.postgres import EmbeddedPostgres, open_temp_directory
     except ImportError:
         pytest.skip(
             f"no PostgreSQL for the functional tests: set {DSN_ENV}, or run them "
             "in the saltfleet checkout (nox -s tests)"
         )
-    with _open_directory() as root:
+    with open_temp_directory(TEMP_PREFIX) as root:
         server = EmbeddedPostgres(root / "pg", free_port())
         server.start()
         try:
@@ -65,23 +65,15 @@ def _embedded_server() -> Iterator[str]:
             server.stop()
 
 
-@contextlib.contextmanager
-def _open_directory() -> Iterator[Path]:
-    # an unprivileged PostgreSQL (root runs it as nobody) must enter it:
-    # pytest's tmp_path lives under a 0700 directory
-    root = Path(tempfile.mkdtemp(prefix="saltext-pkgstate-test-"))
-    root.chmod(0o755)
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def open_tmp_module() -> Iterator[Path]:
     """A directory of the module's own that an unprivileged PostgreSQL can
-    enter (a stack of the saltfleet harness puts its database there)."""
-    with _open_directory() as root:
+    enter (a stack of the saltfleet harness puts its database there; pytest's
+    tmp_path lives under a 0700 directory)."""
+    postgres = pytest.importorskip(
+        "harness.postgres", reason="needs the saltfleet harness (nox -s tests)"
+    )
+    with postgres.open_temp_directory(TEMP_PREFIX) as root:
         yield root
 
 
@@ -133,3 +125,48 @@ def fresh_database(postgres_server: str) -> Iterator[TestDatabase]:
     """A database of the test's own, with no table at all."""
     with _fresh_database(postgres_server) as dsn:
         yield TestDatabase(dsn)
+
+
+def _add_org(
+    database: Any, org: str, members: Mapping[str, Sequence[str]]
+) -> dict[str, int]:
+    """Organization ``org`` with its minions (``members``: minion id -> its
+    group names), each group made on its first mention; the groups' ids."""
+    groups: dict[str, int] = {}
+    conn = database.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO organization (name) VALUES (%s) RETURNING id", (org,)
+            )
+            org_id = cur.fetchone()[0]
+            for minion, names in members.items():
+                cur.execute(
+                    "INSERT INTO server (org_id, minion_id) VALUES (%s, %s)"
+                    " RETURNING id",
+                    (org_id, minion),
+                )
+                server_id = cur.fetchone()[0]
+                for name in names:
+                    if name not in groups:
+                        cur.execute(
+                            "INSERT INTO server_group (org_id, name) VALUES (%s, %s)"
+                            " RETURNING id",
+                            (org_id, name),
+                        )
+                        groups[name] = cur.fetchone()[0]
+                    cur.execute(
+                        "INSERT INTO server_group_member (server_id, group_id)"
+                        " VALUES (%s, %s)",
+                        (server_id, groups[name]),
+                    )
+    finally:
+        conn.close()
+    return groups
+
+
+@pytest.fixture(scope="session")
+def add_org() -> Callable[[Any, str, Mapping[str, Sequence[str]]], dict[str, int]]:
+    """Adds an organization with minions in groups to a database (anything
+    with ``connect()``) the way a SUSE Manager-like directory holds them."""
+    return _add_org

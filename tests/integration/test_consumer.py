@@ -14,6 +14,7 @@ import pytest
 
 from harness.consumer import ConsumerSettings, read_samples, stored_events
 from harness.stack import Stack, StackSettings
+from tests.conftest import query
 
 pytestmark = pytest.mark.integration
 
@@ -35,17 +36,13 @@ def _fire(stack: Stack, count: int) -> None:
 
 def _rows(stack: Stack) -> list[tuple[str, dict, float]]:
     assert stack.pg is not None
-    conn = stack.pg.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT tag, data, extract(epoch FROM stored_at) FROM consumer_event"
-                " WHERE consumer = 'it' AND tag LIKE %s ORDER BY id",
-                (f"{TAG}/%",),
-            )
-            return [(tag, data, float(at)) for tag, data, at in cur.fetchall()]
-    finally:
-        conn.close()
+    rows = query(
+        stack.pg,
+        "SELECT tag, data, extract(epoch FROM stored_at) FROM consumer_event"
+        " WHERE consumer = 'it' AND tag LIKE %s ORDER BY id",
+        (f"{TAG}/%",),
+    )
+    return [(tag, data, float(at)) for tag, data, at in rows]
 
 
 def test_a_burst_is_stored_whole_at_the_consumers_rate(open_tmp) -> None:

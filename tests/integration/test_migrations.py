@@ -6,18 +6,9 @@ import pytest
 
 from harness import migrations
 from harness.migrations import MigrationError
+from tests.conftest import query
 
 pytestmark = pytest.mark.integration
-
-
-def _query(server, sql):
-    conn = server.connection.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetchall()
-    finally:
-        conn.close()
 
 
 def test_apply_in_order_once(server, tmp_path) -> None:
@@ -26,7 +17,7 @@ def test_apply_in_order_once(server, tmp_path) -> None:
     applied = migrations.apply(server.connection, tmp_path)
     assert [m.version for m in applied] == [1, 2]
     assert migrations.apply(server.connection, tmp_path) == []
-    assert _query(server, "SELECT body FROM notes") == [("second",)]
+    assert query(server.connection, "SELECT body FROM notes") == [("second",)]
     assert migrations.current_version(server.connection) == 2
 
 
@@ -41,8 +32,8 @@ def test_failed_migration_rolls_back_alone(server, tmp_path) -> None:
         MigrationError, match=r"0004_bad\.sql failed and was rolled back"
     ):
         migrations.apply(server.connection, tmp_path)
-    assert _query(server, "SELECT x FROM kept") == [(1,)]
-    assert _query(server, "SELECT to_regclass('half') IS NULL") == [(True,)]
+    assert query(server.connection, "SELECT x FROM kept") == [(1,)]
+    assert query(server.connection, "SELECT to_regclass('half') IS NULL") == [(True,)]
 
 
 @pytest.mark.parametrize("name", ["1_short.sql", "0001-dash.sql", "0001_Upper.sql"])

@@ -7,18 +7,9 @@ import pytest
 from saltext.pkgstate.store import PackageStateStore
 
 from harness import migrations
+from tests.conftest import query
 
 pytestmark = pytest.mark.integration
-
-
-def _execute(info, sql):
-    conn = info.connect()
-    try:
-        with conn, conn.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetchall() if cur.description else []
-    finally:
-        conn.close()
 
 
 def test_a_database_from_before_the_move_keeps_its_package_states(server) -> None:
@@ -27,12 +18,12 @@ def test_a_database_from_before_the_move_keeps_its_package_states(server) -> Non
     with PackageStateStore(info.dsn) as store:
         store.save_revision("minion:web1", ["nginx"])
     # what sql/0001 and the former sql/0002 left behind
-    _execute(info, "DROP TABLE pkgstate_schema")
-    _execute(info, "INSERT INTO saltfleet_schema VALUES (2, 'package_states')")
+    query(info, "DROP TABLE pkgstate_schema")
+    query(info, "INSERT INTO saltfleet_schema VALUES (2, 'package_states')")
 
     migrations.apply(info)
 
-    assert _execute(info, "SELECT version FROM pkgstate_schema ORDER BY 1") == [
+    assert query(info, "SELECT version FROM pkgstate_schema ORDER BY 1") == [
         (1,),
         (2,),
     ]

@@ -14,6 +14,7 @@ from harness.pillar.model import (
 from harness.pillar.store import store_fleet
 from harness.pillar.variants import master_opts
 from harness.stack import REAL_MINION_ID, Stack, StackSettings
+from tests.conftest import query
 
 pytestmark = pytest.mark.integration
 
@@ -117,13 +118,7 @@ def test_odd_minion_id_is_looked_up_literally(open_tmp) -> None:
         pillar = _pillar(running, ODD_ID)
         assert pillar == merged_pillar(_fleet(ODD_ID), ODD_ID)
         assert running.pg is not None
-        conn = running.pg.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT count(*) FROM salt_pillar")
-                assert cur.fetchone()[0] == 5
-        finally:
-            conn.close()
+        assert query(running.pg, "SELECT count(*) FROM salt_pillar") == [(5,)]
 
 
 def test_query_error_is_a_pillar_error_not_an_empty_pillar(stack: Stack) -> None:
@@ -159,16 +154,12 @@ def test_query_error_is_a_pillar_error_not_an_empty_pillar(stack: Stack) -> None
 
 def _master_backends(stack: Stack) -> set[int]:
     assert stack.pg is not None
-    conn = stack.pg.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
-                " AND datname = current_database() AND pid <> pg_backend_pid()"
-            )
-            return {row[0] for row in cur.fetchall()}
-    finally:
-        conn.close()
+    rows = query(
+        stack.pg,
+        "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        " AND datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    return {row[0] for row in rows}
 
 
 def test_master_keeps_its_connections(stack: Stack) -> None:

@@ -7,19 +7,13 @@ import pytest
 
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
-from tests.conftest import run_cli
+from tests.conftest import query, run_cli
 
 pytestmark = pytest.mark.integration
 
 
 def _count(info, table: str) -> int:
-    conn = info.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT count(*) FROM {table}")
-            return int(cur.fetchone()[0])
-    finally:
-        conn.close()
+    return int(query(info, f"SELECT count(*) FROM {table}")[0][0])
 
 
 def test_import_round_trip(database, tmp_path) -> None:

@@ -9,8 +9,6 @@ The simulated minions apply package states to their synthetic package sets
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,6 +21,7 @@ from harness.fleet import FleetConfig
 from harness.pillar.model import Group
 from harness.pillar.store import PillarStore
 from harness.stack import Stack, fleet_stack
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +29,8 @@ COUNT = 20
 PACKAGES = 60
 ORG, GROUP = "acme", Group("acme", "web")
 APPLY_TIMEOUT = 120
+#: seconds for the engine's database writes after an event
+ENGINE_TIMEOUT = 60
 #: a package-manager run outside Salt that updates every installed package
 EVERY_PACKAGE = PACKAGES + 10
 
@@ -80,18 +81,6 @@ def _run_ok(stack: Stack, *args: str) -> Any:
     done = stack.master.run_cli("salt-run", "--out", "yaml", *args)
     assert done.returncode == 0, done.stdout + done.stderr
     return yaml.safe_load(done.stdout)
-
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    """Poll ``check()`` until it returns something true: the engine's writes
-    happen after events the test cannot subscribe to."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"{what} within {timeout:.0f}s")
 
 
 def _statuses(store: PackageStateStore, minion: str, grains: dict) -> dict[str, str]:
@@ -166,7 +155,10 @@ def test_statuses_follow_highstates_saves_and_changes_outside_salt(
         def settled(m: str = minion) -> bool:
             return _statuses(store, m, grains[m]) == expected[m]
 
-        _wait(f"{minion}'s statuses did not become {expected[minion]}", settled)
+        # the engine's writes follow events the test cannot subscribe to
+        assert wait_for(settled, timeout=ENGINE_TIMEOUT, interval=0.5), (
+            f"{minion}'s statuses did not become {expected[minion]}"
+        )
     inventory = store.inventory(target)
     assert inventory is not None and inventory.available is not None
     assert inventory.available[orphan] == []
@@ -182,10 +174,11 @@ def test_statuses_follow_highstates_saves_and_changes_outside_salt(
     before = inventory.refreshed_at
     report = fire_beacons(stack.fleet.config.run_dir, [target], packages=EVERY_PACKAGE)
     assert report.fired == [target]
-    _wait(
-        "the engine stored no new inventory of the target",
+    assert wait_for(
         lambda: (now := store.inventory(target)) and now.refreshed_at != before,
-    )
+        timeout=ENGINE_TIMEOUT,
+        interval=0.5,
+    ), "the engine stored no new inventory of the target"
     assert _statuses(store, target, grains[target]) == expected[target] | {
         pinned: "inconsistent",  # no longer the pinned version
         ADDED: "pending",

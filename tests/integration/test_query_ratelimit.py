@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.ratelimit import RateLimiting
-from harness.stack import Stack, fleet_stack
+from harness.stack import Stack
+from tests.integration.conftest import rate_limited_stack
 
 pytestmark = pytest.mark.integration
 
@@ -22,15 +23,7 @@ MINIONS = 3
 NORMAL = 0
 
 
-@pytest.fixture(scope="module")
-def stack(open_tmp_module):
-    stack = fleet_stack(
-        MINIONS,
-        root=open_tmp_module / "stack",
-        master_opts=RateLimiting(maintenance_interval=5).master_options(),
-    )
-    with stack as running:
-        yield running
+stack = rate_limited_stack(MINIONS, RateLimiting(maintenance_interval=5))
 
 
 def _query(stack: Stack, *args: str) -> dict[str, Any]:

@@ -20,8 +20,9 @@ from harness.ratelimit import (
     listener_outcomes,
     outcome_problems,
 )
-from harness.stack import Stack, fleet_stack
+from harness.stack import Stack
 from tests.conftest import wait_for
+from tests.integration.conftest import rate_limited_stack
 
 pytestmark = pytest.mark.integration
 
@@ -36,22 +37,18 @@ LIMITS = RateLimiting(
 )
 
 
-@pytest.fixture(scope="module")
-def stack(open_tmp_module):
-    with fleet_stack(
-        MINIONS,
-        root=open_tmp_module / "stack",
-        # Minions that run at most max_minion_jobs jobs at once (more wait
-        # on the minion) and take a few seconds per state run.
-        fleet=FleetConfig(
-            timing=TimingModel(
-                state_duration=LatencySpec(2.0, 3.0),
-                max_concurrent_jobs=LIMITS.max_minion_jobs,
-            )
-        ),
-        master_opts=LIMITS.master_options(),
-    ) as running:
-        yield running
+stack = rate_limited_stack(
+    MINIONS,
+    LIMITS,
+    # Minions that run at most max_minion_jobs jobs at once (more wait on the
+    # minion) and take a few seconds per state run.
+    FleetConfig(
+        timing=TimingModel(
+            state_duration=LatencySpec(2.0, 3.0),
+            max_concurrent_jobs=LIMITS.max_minion_jobs,
+        )
+    ),
+)
 
 
 def _probe(stack: Stack) -> QueueProbe:

@@ -19,8 +19,9 @@ from harness.ratelimit import (
     listener_outcomes,
     slice_event,
 )
-from harness.stack import Stack, fleet_stack
+from harness.stack import Stack
 from tests.conftest import wait_for
+from tests.integration.conftest import rate_limited_stack
 
 pytestmark = pytest.mark.integration
 
@@ -36,12 +37,7 @@ LIMITS = RateLimiting(
 )
 
 
-@pytest.fixture(scope="module")
-def stack(open_tmp_module):
-    with fleet_stack(
-        MINIONS, root=open_tmp_module / "stack", master_opts=LIMITS.master_options()
-    ) as running:
-        yield running
+stack = rate_limited_stack(MINIONS, LIMITS)
 
 
 def test_a_job_to_all_goes_out_in_slices_and_the_caller_sees_one_job(

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 
 from harness.ratelimit import QueueProbe, RateLimiting
-from harness.stack import Stack, fleet_stack
+from harness.stack import Stack
+from tests.integration.conftest import rate_limited_stack
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +46,7 @@ EX_UNAVAILABLE = 69
 NORMAL = 0
 
 
-@pytest.fixture(scope="module")
-def stack(open_tmp_module):
-    with fleet_stack(
-        MINIONS, root=open_tmp_module / "stack", master_opts=LIMITS.master_options()
-    ) as running:
-        yield running
+stack = rate_limited_stack(MINIONS, LIMITS)
 
 
 def _run(stack: Stack, script: str, *args: str) -> subprocess.CompletedProcess[str]:

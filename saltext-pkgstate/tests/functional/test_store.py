@@ -17,34 +17,10 @@ from saltext.pkgstate.store import PackageStateStore
 
 
 @pytest.fixture(scope="module")
-def fleet(database):
+def fleet(database, add_org):
     """acme with groups web (lower id) and edge; m1 in both, m2 in web only."""
-    conn = database.connect()
-    try:
-        with conn, conn.cursor() as cur:
-            cur.execute("INSERT INTO organization (name) VALUES ('acme') RETURNING id")
-            org = cur.fetchone()[0]
-            cur.execute("INSERT INTO organization (name) VALUES ('other')")
-            ids = {}
-            for group in ("web", "edge"):
-                cur.execute(
-                    "INSERT INTO server_group (org_id, name) VALUES (%s, %s) RETURNING id",
-                    (org, group),
-                )
-                ids[group] = cur.fetchone()[0]
-            for minion, groups in (("m1", ["web", "edge"]), ("m2", ["web"])):
-                cur.execute(
-                    "INSERT INTO server (org_id, minion_id) VALUES (%s, %s) RETURNING id",
-                    (org, minion),
-                )
-                sid = cur.fetchone()[0]
-                for group in groups:
-                    cur.execute(
-                        "INSERT INTO server_group_member VALUES (%s, %s)",
-                        (sid, ids[group]),
-                    )
-    finally:
-        conn.close()
+    ids = add_org(database, "acme", {"m1": ["web", "edge"], "m2": ["web"]})
+    add_org(database, "other", {})
     return ids
 
 
@@ -192,6 +168,9 @@ def test_assign_refuses_missing_targets_and_keeps_what_was_there(
         store.assign("minion:m1", org="acme")
     with pytest.raises(PkgStateError, match="not assigned to group 'acme/edge'"):
         store.unassign("assigned", group="acme/edge")
+    # a misspelt target is a caller's error, not an assignment to nothing
+    with pytest.raises(TypeError, match="groups"):
+        store.unassign("assigned", groups="acme/web")
     assert [a.target for a in store.assignments("assigned")] == ["acme/web"]
 
 

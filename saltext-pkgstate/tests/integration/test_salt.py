@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ pytest.importorskip(
 )
 
 from harness.minion import SaltMinion
+from harness.polling import wait_until
 from harness.saltapi import ApiSettings, api_request, login
 from harness.stack import Stack, StackSettings
 
@@ -40,6 +40,8 @@ pytestmark = [
 ]
 
 APPLY_TIMEOUT = 240
+#: seconds for the engine's database write after an event
+ENGINE_TIMEOUT = 60
 SECOND_MINION = "saltfleet-minion-2"
 #: small packages one of which is in the repositories and not installed
 NOT_INSTALLED_CANDIDATES = ("sl", "cowsay", "figlet", "telnet", "hello")
@@ -148,18 +150,6 @@ def _apply(stack: Stack, minion: str, *args: str, test: bool) -> dict[str, Any]:
     return {key.split("_|-")[1]: value for key, value in result.items()}
 
 
-def _wait(what: str, check, timeout: float = 60) -> Any:
-    """Poll ``check()`` until it returns something true (an event the test
-    cannot subscribe to: the engine's database write)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"{what} within {timeout:.0f}s")
-
-
 def test_test_apply_reports_exactly_the_expected_changes(
     stack, minion_id, host_packages, absent_package
 ):
@@ -242,35 +232,6 @@ def test_rollback_restores_the_earlier_result(stack, minion_id, absent_package):
     assert _show_sls(stack, minion_id) == {}
 
 
-def _add_to_group(stack: Stack, org: str, group: str, minions: list[str]) -> None:
-    assert stack.pg is not None
-    conn = stack.pg.connect()
-    try:
-        with conn, conn.cursor() as cur:
-            cur.execute(
-                "INSERT INTO organization (name) VALUES (%s) RETURNING id", (org,)
-            )
-            org_id = cur.fetchone()[0]
-            cur.execute(
-                "INSERT INTO server_group (org_id, name) VALUES (%s, %s) RETURNING id",
-                (org_id, group),
-            )
-            group_id = cur.fetchone()[0]
-            for minion in minions:
-                cur.execute(
-                    "INSERT INTO server (org_id, minion_id) VALUES (%s, %s)"
-                    " RETURNING id",
-                    (org_id, minion),
-                )
-                cur.execute(
-                    "INSERT INTO server_group_member (server_id, group_id)"
-                    " VALUES (%s, %s)",
-                    (cur.fetchone()[0], group_id),
-                )
-    finally:
-        conn.close()
-
-
 @pytest.fixture(scope="module")
 def second_minion(stack):
     assert stack.master is not None and stack.listener is not None
@@ -285,10 +246,10 @@ def second_minion(stack):
 
 
 def test_a_group_change_reaches_every_member_on_the_next_highstate(
-    stack, minion_id, second_minion, absent_package, host_packages
+    stack, minion_id, second_minion, absent_package, host_packages, add_org
 ):
     members = [minion_id, second_minion]
-    _add_to_group(stack, "acme", "web", members)
+    add_org(stack.pg, "acme", {minion: ["web"] for minion in members})
     _run_ok(stack, "pkgstate.set", f"minion:{minion_id}")  # own state: empty
     _run_ok(stack, "pkgstate.set", "web", "bc")
     _run_ok(stack, "pkgstate.assign", "web", "group=acme/web")
@@ -338,10 +299,12 @@ def test_beacon_event_refreshes_the_inventory_and_status_follows(
             "data": {"cookie": "/var/cache/salt/minion/dpkg.cookie", "value": "x 1"}
         },
     )
-    _wait(
-        "the engine stored no new inventory",
+    # the engine's database write is nothing the test can subscribe to
+    assert wait_until(
         lambda: (t := _inventory_time(stack, minion_id)) and t != before,
-    )
+        timeout=ENGINE_TIMEOUT,
+        interval=0.5,
+    ), "the engine stored no new inventory"
     stored = _run_ok(stack, "pkgstate.inventory", minion_id)["packages"]
     assert stored["bc"] == [host_packages["bc"]]
 
@@ -360,14 +323,16 @@ def test_beacon_event_refreshes_the_inventory_and_status_follows(
     ran = _apply(stack, minion_id, "pkgstate", test=False)
     assert all(r["result"] is True and not r["changes"] for r in ran.values()), ran
     assert _installed() == host_packages
-    status = _wait(
-        "status did not turn consistent after the apply",
+    status = wait_until(
         lambda: (
             (s := _run_ok(stack, "pkgstate.status", minion_id))["counts"]
             == {"consistent": 2}
             and s
         ),
+        timeout=ENGINE_TIMEOUT,
+        interval=0.5,
     )
+    assert status, "status did not turn consistent after the apply"
     assert status["applied_digest"] == status["digest"]
     summary = _run_ok(stack, "pkgstate.status")
     assert summary["minions"][minion_id] == {"consistent": 2}

@@ -6,9 +6,15 @@ minute) before the CLI said no; the session now asks ``unknown_benchmark``.
 
 from __future__ import annotations
 
+import importlib
+import inspect
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
 import pytest
 
-from benchmarks.__main__ import main
+from benchmarks.__main__ import PLAIN_RUNS, main
 from benchmarks.names import BENCHMARKS, unknown_benchmark
 
 
@@ -35,3 +41,18 @@ def test_every_name_is_a_benchmark_of_the_cli(
         main([name, "--help"])
     assert exit_info.value.code == 0
     assert f"python -m benchmarks {name}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN_RUNS))
+def test_every_plain_benchmark_gets_exactly_its_run_keywords(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.md"
+    report.write_text("the report\n")
+    passed: list[dict[str, Any]] = []
+    with mock.patch.object(importlib, "import_module") as load:
+        load.return_value.run.side_effect = lambda **kw: passed.append(kw) or report
+        assert main([name]) == 0
+    assert f"report: {report}" in capsys.readouterr().out
+    module = importlib.import_module(PLAIN_RUNS[name][0])
+    assert set(passed[0]) == set(inspect.signature(module.run).parameters)

@@ -58,8 +58,8 @@ def _measured(ms: dict[str, tuple[float, float]]) -> list[Measured]:
     """Two runs per variant: ``ms[variant] = (db, files)``."""
     ret = []
     for variant, (db, files) in ms.items():
-        ret.append(Measured(variant, "db", [db, db * 1.1]))
-        ret.append(Measured(variant, "files", [files, files * 1.1]))
+        ret.append(Measured(variant, "db", report.Runs([db, db * 1.1])))
+        ret.append(Measured(variant, "files", report.Runs([files, files * 1.1])))
     return ret
 
 

@@ -42,6 +42,24 @@ def test_a_name_registers_once() -> None:
         registry.scenario("B", "same")(lambda ctx: Finding("y"))
 
 
+def test_a_section_registers_its_scenarios_in_order_and_each_name_once() -> None:
+    registry = Registry(pending=())
+
+    def first(ctx):
+        return Finding("1")
+
+    def second(ctx):
+        return Finding("2")
+
+    registry.add_section("S", {"first": first, "second": second})
+    assert [(s.section, s.name, s.run) for s in registry.scenarios] == [
+        ("S", "first", first),
+        ("S", "second", second),
+    ]
+    with pytest.raises(ValueError, match="'second' is already registered"):
+        registry.add_section("T", {"second": first})
+
+
 def test_run_scenario_verdicts() -> None:
     registry = Registry(pending=())
 

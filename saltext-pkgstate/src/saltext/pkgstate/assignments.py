@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 import psycopg2.extensions
 
@@ -39,6 +39,15 @@ class Assignment:
     scope: Scope
     target: str
     created_at: datetime
+
+
+class Targets(TypedDict, total=False):
+    """The targets of :meth:`Assignments.assign` and :meth:`Assignments.unassign`."""
+
+    org: int | str | None
+    group: int | str | None
+    grain: str | None
+    minions: Iterable[str] | str | None
 
 
 class Assignments(StorePart):
@@ -88,14 +97,15 @@ class Assignments(StorePart):
         return int(rows[0][0]), str(rows[0][1])
 
     def _targets(
-        self,
-        cur: psycopg2.extensions.cursor,
-        org: int | str | None,
-        group: int | str | None,
-        grain: str | None,
-        minions: Iterable[str] | str | None,
+        self, cur: psycopg2.extensions.cursor, given: Targets
     ) -> list[tuple[Scope, str, str, Any]]:
         """(scope, column, display target, value) of every target given."""
+        unknown = sorted(set(given) - set(Targets.__annotations__))
+        if unknown:
+            # what Python says of an unexpected keyword, as before Targets
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+        org, group = given.get("org"), given.get("group")
+        grain, minions = given.get("grain"), given.get("minions")
         targets: list[tuple[Scope, str, str, Any]] = []
         if org is not None:
             oid, oname = self._org_id(cur, org)
@@ -135,11 +145,8 @@ class Assignments(StorePart):
         self,
         name: str,
         *,
-        org: int | str | None = None,
-        group: int | str | None = None,
-        grain: str | None = None,
-        minions: Iterable[str] | str | None = None,
         author: str | None = None,
+        **given: Unpack[Targets],
     ) -> list[Assignment]:
         """Assign a named state; returns the new assignments.
 
@@ -148,7 +155,7 @@ class Assignments(StorePart):
         """
         with self._db.tx() as cur:
             state_id = self._named_state_id(cur, name)
-            targets = self._targets(cur, org, group, grain, minions)
+            targets = self._targets(cur, given)
             made: list[Assignment] = []
             for scope, column, display, value in targets:
                 cur.execute(
@@ -167,16 +174,13 @@ class Assignments(StorePart):
         self,
         name: str,
         *,
-        org: int | str | None = None,
-        group: int | str | None = None,
-        grain: str | None = None,
-        minions: Iterable[str] | str | None = None,
         author: str | None = None,
+        **given: Unpack[Targets],
     ) -> int:
         """Remove assignments of a named state; every one given must exist."""
         with self._db.tx() as cur:
             state_id = self._named_state_id(cur, name)
-            targets = self._targets(cur, org, group, grain, minions)
+            targets = self._targets(cur, given)
             for scope, column, display, value in targets:
                 cur.execute(
                     f"DELETE FROM pkgstate_assignment WHERE state_id = %s AND {column} = %s",

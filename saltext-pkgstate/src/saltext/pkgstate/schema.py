@@ -23,11 +23,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Final
 
 import psycopg2
+import psycopg2.extensions
 
 from saltext.pkgstate.db import PkgStateStoreError
 
@@ -79,36 +81,51 @@ def migrate(dsn: str, *, baseline: int = 0) -> list[Migration]:
         raise SchemaError(
             f"cannot connect to the package state database: {str(exc).strip()}"
         ) from None
-    applied_now: list[Migration] = []
     try:
-        with conn, conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
-                " version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cur.execute(f"SELECT version FROM {VERSION_TABLE}")
-            done = {row[0] for row in cur.fetchall()}
-        for migration in shipped():
-            if migration.version in done:
-                continue
-            try:
-                with conn, conn.cursor() as cur:
-                    if migration.version > baseline:
-                        cur.execute(migration.sql)
-                    cur.execute(
-                        f"INSERT INTO {VERSION_TABLE} (version, name) VALUES (%s, %s)",
-                        (migration.version, migration.name),
-                    )
-            except psycopg2.Error as exc:
-                raise SchemaError(
-                    f"migration {migration.filename} failed and was rolled back: "
-                    f"{str(exc).strip()}"
-                ) from None
-            if migration.version > baseline:
-                applied_now.append(migration)
+        return apply_migrations(conn, shipped(), VERSION_TABLE, baseline=baseline)
     finally:
         conn.close()
+
+
+def apply_migrations(
+    conn: psycopg2.extensions.connection,
+    migrations: Sequence[Migration],
+    table: str,
+    *,
+    baseline: int = 0,
+) -> list[Migration]:
+    """Apply the ``migrations`` that ``table`` does not record, in order, each
+    in its own transaction; return the ones applied now (``baseline``: as
+    :func:`migrate`). A failure raises :class:`SchemaError` and rolls back
+    that migration alone. For a schema of its own beside this one, with a
+    record ``table`` of its own (saltfleet's ``sql/``)."""
+    applied_now: list[Migration] = []
+    with conn, conn.cursor() as cur:
+        cur.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        cur.execute(f"SELECT version FROM {table}")
+        done = {row[0] for row in cur.fetchall()}
+    for migration in sorted(migrations, key=lambda m: m.version):
+        if migration.version in done:
+            continue
+        try:
+            with conn, conn.cursor() as cur:
+                if migration.version > baseline:
+                    cur.execute(migration.sql)
+                cur.execute(
+                    f"INSERT INTO {table} (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+        except psycopg2.Error as exc:
+            raise SchemaError(
+                f"migration {migration.filename} failed and was rolled back: "
+                f"{str(exc).strip()}"
+            ) from None
+        if migration.version > baseline:
+            applied_now.append(migration)
     return applied_now
 
 
@@ -132,4 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["VERSION_TABLE", "Migration", "SchemaError", "main", "migrate", "shipped"]
+__all__ = [
+    "VERSION_TABLE",
+    "Migration",
+    "SchemaError",
+    "apply_migrations",
+    "main",
+    "migrate",
+    "shipped",
+]
