@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import HarnessError
+from harness.salttree import extract_tar
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -60,7 +61,7 @@ def extract_tree(src: Path, ref: str, dest: Path) -> Path:
     archive = dest / "salt.tar"
     archive.write_bytes(proc.stdout)
     with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
+        extract_tar(tar, dest)
     archive.unlink()
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", str(dest / "salt")],

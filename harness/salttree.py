@@ -12,6 +12,9 @@ Only the standard library: this runs before any Salt is installed.
 
 from __future__ import annotations
 
+import copy
+import os
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,3 +93,57 @@ def read_upstream(path: Path) -> Upstream:
     if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
         raise SaltTreeError(f"{path}: sha256 must be 64 hex digits, got {sha!r}")
     return Upstream(values["name"], values["version"], sha)
+
+
+def extract_tar(
+    tar: tarfile.TarFile,
+    dest: Path,
+    *,
+    builtin_filter: bool = hasattr(tarfile, "data_filter"),
+) -> None:
+    """Unpack ``tar`` into ``dest`` as plain data: nothing lands outside it.
+
+    Python's own ``filter="data"`` came in 3.11.4; Debian 12's system Python
+    is 3.11.2, where ``extractall`` takes no filter. There the same rules are
+    checked here before anything is written: no absolute or ``..`` paths, no
+    link that leaves ``dest``, only files, directories and links; and every
+    member is written owned by the current user, without setuid, setgid or
+    write bits for others (what the data filter also does).
+    """
+    if builtin_filter:
+        tar.extractall(dest, filter="data")
+        return
+    root = dest.resolve()
+
+    def inside(path: Path, what: str, member: tarfile.TarInfo) -> None:
+        if not path.resolve().is_relative_to(root):
+            raise SaltTreeError(
+                f"{tar.name or 'archive'}: {member.name!r} {what} outside {dest}; "
+                "not unpacking it"
+            )
+
+    members = []
+    for member in tar.getmembers():
+        if Path(member.name).is_absolute() or (
+            member.issym() and Path(member.linkname).is_absolute()
+        ):
+            raise SaltTreeError(
+                f"{tar.name or 'archive'}: {member.name!r} is an absolute path; "
+                "not unpacking it"
+            )
+        inside(root / member.name, "would land", member)
+        if member.issym():
+            inside(root / Path(member.name).parent / member.linkname, "links", member)
+        elif member.islnk():
+            inside(root / member.linkname, "links", member)
+        elif not (member.isfile() or member.isdir()):
+            raise SaltTreeError(
+                f"{tar.name or 'archive'}: {member.name!r} is neither a file, a "
+                "directory nor a link; not unpacking it"
+            )
+        plain = copy.copy(member)
+        plain.mode = member.mode & 0o755
+        plain.uid, plain.gid = os.geteuid(), os.getegid()
+        plain.uname = plain.gname = ""
+        members.append(plain)
+    tar.extractall(dest, members=members)

@@ -25,7 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.salttree import Layout, SaltTreeError, Upstream, read_upstream
+from harness.salttree import (
+    Layout,
+    SaltTreeError,
+    Upstream,
+    extract_tar,
+    read_upstream,
+)
 
 __all__ = ["Layout", "Upstream", "VendorError", "read_upstream"]
 
@@ -231,7 +237,7 @@ def unpack_pristine(sdist: Path, upstream: Upstream, src: Path) -> None:
     src.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=src.parent) as tmp:
         with tarfile.open(sdist) as tar:
-            tar.extractall(tmp, filter="data")
+            extract_tar(tar, Path(tmp))
         top = Path(tmp) / f"{upstream.name}-{upstream.version}"
         if not top.is_dir():
             raise VendorError(
@@ -416,7 +422,7 @@ def build_wheel(layout: Layout | None = None) -> Path:
             check=True,
         )
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(tree, filter="data")
+            extract_tar(tar, tree)
         _log(f"building the patched Salt wheel ({head[:12]})")
         proc = _run_telling(
             "building the patched Salt wheel",
