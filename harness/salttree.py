@@ -114,12 +114,12 @@ def extract_tar(
         tar.extractall(dest, filter="data")
         return
     root = dest.resolve()
+    source = Path(os.fsdecode(tar.name)).name if tar.name else "archive"
 
     def inside(path: Path, what: str, member: tarfile.TarInfo) -> None:
         if not path.resolve().is_relative_to(root):
             raise SaltTreeError(
-                f"{tar.name or 'archive'}: {member.name!r} {what} outside {dest}; "
-                "not unpacking it"
+                f"{source}: {member.name!r} {what} outside {dest}; not unpacking it"
             )
 
     members = []
@@ -128,8 +128,7 @@ def extract_tar(
             member.issym() and Path(member.linkname).is_absolute()
         ):
             raise SaltTreeError(
-                f"{tar.name or 'archive'}: {member.name!r} is an absolute path; "
-                "not unpacking it"
+                f"{source}: {member.name!r} is an absolute path; not unpacking it"
             )
         inside(root / member.name, "would land", member)
         if member.issym():
@@ -138,7 +137,7 @@ def extract_tar(
             inside(root / member.linkname, "links", member)
         elif not (member.isfile() or member.isdir()):
             raise SaltTreeError(
-                f"{tar.name or 'archive'}: {member.name!r} is neither a file, a "
+                f"{source}: {member.name!r} is neither a file, a "
                 "directory nor a link; not unpacking it"
             )
         plain = copy.copy(member)
