@@ -22,8 +22,9 @@ from harness.ratelimit import (
     RateLimiting,
     listener_outcomes,
 )
-from harness.stack import Stack, fleet_stack
+from harness.stack import Stack
 from tests.conftest import wait_for
+from tests.integration.conftest import rate_limited_stack
 
 pytestmark = pytest.mark.integration
 
@@ -39,14 +40,7 @@ LIMITS = RateLimiting(
 )
 
 
-@pytest.fixture(scope="module")
-def stack(open_tmp_module):
-    with fleet_stack(
-        MINIONS,
-        root=open_tmp_module / "stack",
-        master_opts=LIMITS.master_options(),
-    ) as running:
-        yield running
+stack = rate_limited_stack(MINIONS, LIMITS)
 
 
 def _kill_master(stack: Stack) -> None:
