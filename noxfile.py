@@ -124,9 +124,23 @@ def _install(session: nox.Session, *extras: str) -> None:
         return
     spec = f".[{','.join(extras)}]" if extras else "."
     # pip's own lines show what it downloads and builds: the first install
-    # takes a minute or two and would otherwise be silent.
-    session.log("installing the project, saltext-pkgstate and the patched Salt")
-    session.install(
+    # takes a minute or two. Building a wheel (timelib) is silent for half a
+    # minute, so harness.progress says every 10 s of silence that pip is still
+    # at work (standard library only: it runs from the checkout, before the
+    # project is installed).
+    what = "installing the project, saltext-pkgstate and the patched Salt"
+    session.log(what)
+    _run(
+        session,
+        "python",
+        "-m",
+        "harness.progress",
+        what,
+        "--",
+        "python",
+        "-m",
+        "pip",
+        "install",
         "--progress-bar",
         "off",
         wheel_path,
@@ -134,7 +148,7 @@ def _install(session: nox.Session, *extras: str) -> None:
         spec,
         "-e",
         str(SALTEXT),
-        silent=False,
+        install=True,
     )
     # Same version number as the index's salt: force the patched build in.
     session.install(

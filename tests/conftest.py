@@ -123,3 +123,13 @@ def pytest_configure(config):
     # A run started in the background of a non-interactive shell (nohup ...
     # &) inherits SIGINT ignored; the Ctrl-C tests need Python's own handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when a test sets ``now``."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.fleet import FleetConfig
+from harness.progress import ticking_stdout
 from harness.saltapi import ApiSettings
 from harness.stack import Stack, StackSettings
 from tour import (
@@ -163,12 +164,19 @@ def run_tour(
         flush=True,
     )
     outcomes: list[ScenarioOutcome] = []
-    with Stack(tour_settings(options, settings), say=_say) as stack:
+    # a scenario may wait half a minute with nothing to print (a queue
+    # filling, a storm's last returns, the stack stopping): after 10 s of
+    # silence a line says what is still at work
+    with (
+        ticking_stdout("starting the stack", prefix="    ") as ticker,
+        Stack(tour_settings(options, settings), say=_say) as stack,
+    ):
         facts = _facts(stack, options, time.monotonic() - began)
         ctx = TourContext(stack, options, report_dir)
         print(f"stack up; {len(registry.scenarios)} scenarios", flush=True)
         for scenario in registry.scenarios:
             print(f"  {scenario.section}: {scenario.name} ...", flush=True)
+            ticker.doing(scenario.name)
             outcome = run_scenario(scenario, ctx, failures=_failures())
             outcomes.append(outcome)
             if outcome.verdict is not Verdict.PASSED:
@@ -177,6 +185,8 @@ def run_tour(
                     flush=True,
                 )
         started = len(stack.pids())
+        print("stopping the stack ...", flush=True)
+        ticker.doing("stopping the stack")
     record = TourRecord(
         facts,
         outcomes,

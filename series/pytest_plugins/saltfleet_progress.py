@@ -18,32 +18,28 @@ the controller already hears of every test a worker starts and ends).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
+
+from harness.progress import Ticker, span
 
 DEFAULT_INTERVAL = 10.0
 
 
-def _span(seconds: float) -> str:
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
-
-
-class Heartbeat:
-    """Which tests run since when, and the line that is due, if one is."""
+class Heartbeat(Ticker):
+    """A :class:`~harness.progress.Ticker` whose steps are the running tests."""
 
     def __init__(
-        self, interval: float, clock: Callable[[], float] = time.monotonic
+        self,
+        stream: TextIO,
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.interval = interval
-        self.clock = clock
+        super().__init__(stream, interval, clock=clock)
         self.running: dict[str, float] = {}
-        self.last = clock()
-        self.lock = threading.Lock()
 
     def started(self, nodeid: str) -> None:
         """``nodeid`` began: the silence ends."""
@@ -56,37 +52,23 @@ class Heartbeat:
             self.running.pop(nodeid, None)
             self.last = self.clock()
 
-    def due(self) -> str | None:
-        """The line to print now, or ``None`` (nothing running, or it is not time)."""
-        with self.lock:
-            now = self.clock()
-            if not self.running or now - self.last < self.interval:
-                return None
-            self.last = now
-            tests = ", ".join(
-                f"{nodeid} ({_span(now - since)})"
-                for nodeid, since in sorted(self.running.items(), key=lambda i: i[1])
-            )
-        return f"... still running: {tests}"
+    def describe(self, now: float) -> str | None:
+        """The running tests, longest first, each with how long it has run."""
+        if not self.running:
+            return None
+        tests = ", ".join(
+            f"{nodeid} ({span(now - since)})"
+            for nodeid, since in sorted(self.running.items(), key=lambda i: i[1])
+        )
+        return f"still running: {tests}"
 
 
 class _Plugin:
-    def __init__(self, heartbeat: Heartbeat, out: int) -> None:
+    def __init__(self, heartbeat: Heartbeat) -> None:
         self.heartbeat = heartbeat
-        self.out = out
-        self.stop = threading.Event()
-        self.thread = threading.Thread(
-            target=self._beat, name="saltfleet-heartbeat", daemon=True
-        )
-
-    def _beat(self) -> None:
-        while not self.stop.wait(min(1.0, self.heartbeat.interval / 2)):
-            line = self.heartbeat.due()
-            if line:
-                os.write(self.out, f"\n{line}\n".encode())
 
     def pytest_sessionstart(self) -> None:
-        self.thread.start()
+        self.heartbeat.start()
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.heartbeat.started(nodeid)
@@ -100,10 +82,8 @@ class _Plugin:
         self.heartbeat.finished(nodeid)
 
     def pytest_sessionfinish(self) -> None:
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join()
-        os.close(self.out)
+        self.heartbeat.stop()
+        self.heartbeat.stream.close()
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -125,7 +105,7 @@ def pytest_configure(config: Any) -> None:
     if interval <= 0:
         raise pytest.UsageError("--saltfleet-heartbeat must be more than 0 seconds")
     # fd 1 as it is now, before pytest captures a test's output into a file
-    out = os.dup(1)
+    out = open(os.dup(1), "w", encoding="utf-8")  # noqa: SIM115 (closed at the end)
     config.pluginmanager.register(
-        _Plugin(Heartbeat(interval), out), "saltfleet-heartbeat"
+        _Plugin(Heartbeat(out, interval)), "saltfleet-heartbeat"
     )

@@ -31,14 +31,7 @@ from harness.salt_ext.engines.saltfleet_consumer import (
     StoreError,
     event_text,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.conftest import FakeClock
 
 
 class FakeStore:

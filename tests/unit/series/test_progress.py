@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
@@ -9,21 +10,14 @@ import textwrap
 import pytest
 
 from series.pytest_plugins.saltfleet_progress import Heartbeat
+from tests.conftest import FakeClock
 
 PLUGIN = "series.pytest_plugins.saltfleet_progress"
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_line_names_each_running_test_and_how_long_it_has_run() -> None:
-    clock = _Clock()
-    beat = Heartbeat(10, clock)
+    clock = FakeClock()
+    beat = Heartbeat(io.StringIO(), 10, clock)
     beat.started("tests/a.py::slow")
     clock.now += 5
     beat.started("tests/b.py::slower")
@@ -41,8 +35,8 @@ def test_a_line_names_each_running_test_and_how_long_it_has_run() -> None:
 
 
 def test_no_line_while_nothing_runs() -> None:
-    clock = _Clock()
-    beat = Heartbeat(10, clock)
+    clock = FakeClock()
+    beat = Heartbeat(io.StringIO(), 10, clock)
     beat.started("tests/a.py::quick")
     beat.finished("tests/a.py::quick")
     clock.now += 60
