@@ -1,0 +1,1 @@
+"""Master engines of the extension, found by Salt's loader."""

@@ -1,0 +1,1 @@
+"""External pillar modules of the extension, found by Salt's loader."""

@@ -1,0 +1,1 @@
+"""master_tops modules of the extension, found by Salt's loader."""
