@@ -1,9 +1,9 @@
-"""A line after every 10 s of silence, saying what is still at work and for how long.
+"""A line before 10 s pass in silence, saying what is still at work and for how long.
 
 Long steps print as they go, but some go quiet for half a minute: pip
 building a wheel, a scenario that waits for a queue to fill, stopping a
 stack. :class:`Ticker` watches a text stream; when nothing was written to it
-for ``interval`` seconds it writes ``... <what>: still working (<time>)``
+for ``interval`` seconds (9.5) it writes ``... <what>: still working (<time>)``
 itself, naming the step :meth:`Ticker.doing` last named.
 
 As a command (standard library only: it runs before the project is
@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-INTERVAL = 10.0
+# under 10 s, so that no silence reaches 10 s with the check's own 0.25 s
+INTERVAL = 9.5
 
 
 def span(seconds: float) -> str:
@@ -100,7 +101,7 @@ class Ticker:
             return f"{self.prefix}... {line}"
 
     def _run(self) -> None:
-        while not self._stop.wait(min(1.0, self.interval / 2)):
+        while not self._stop.wait(min(0.25, self.interval / 4)):
             line = self.due()
             if line:
                 self.stream.write(line + "\n")

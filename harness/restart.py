@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 import yaml
 
+from harness import progress
 from harness.errors import HarnessError
 from harness.processes import ManagedProcess, ProcessRecord, stop_process_tree
 from harness.yamlfile import describe_error
@@ -31,7 +32,7 @@ RESTART_TIMEOUT = 120.0
 #: how long a restart waits for the minions to answer again
 RECONNECT_TIMEOUT = 90.0
 #: seconds between the lines that say how many minions answered again
-PROGRESS_EVERY = 10.0
+PROGRESS_EVERY = progress.INTERVAL
 
 
 def _master_config(state: StackState) -> tuple[Path, dict[str, Any]]:

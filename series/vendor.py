@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import progress
 from harness.salttree import (
     Layout,
     SaltTreeError,
@@ -99,7 +100,7 @@ def sha256_of(path: Path) -> str:
 
 
 #: seconds between the lines that say a long step is still at work
-PROGRESS_EVERY = 10.0
+PROGRESS_EVERY = progress.INTERVAL
 
 
 def _run_telling(

@@ -12,6 +12,7 @@ import threading
 import time
 from itertools import cycle
 
+from harness import progress
 from harness.events import Event
 from harness.ratelimit import OUTCOMES, job_event
 from tour.context import TourContext
@@ -83,7 +84,7 @@ def return_jid(tag: str) -> str | None:
 
 
 #: seconds between the lines that say how far a storm is
-PROGRESS_EVERY = 10.0
+PROGRESS_EVERY = progress.INTERVAL
 
 
 def storm_progress(result: StormResult, seconds: float) -> str:

@@ -3,7 +3,7 @@
 pytest prints when a test ends (a dot, or with ``-v`` a line); under xdist,
 and in a file of slow tests, nothing is printed for minutes while an
 integration test works, and a user cannot tell a slow test from a hung one.
-This plugin prints, after ``--saltfleet-heartbeat`` seconds (default 10)
+This plugin prints, after ``--saltfleet-heartbeat`` seconds (default 9.5)
 without a test starting or ending, one line naming the tests still running
 and how long each has run, and again every as many seconds while that lasts.
 
@@ -24,9 +24,9 @@ from typing import Any, TextIO
 
 import pytest
 
-from harness.progress import Ticker, span
+from harness.progress import INTERVAL, Ticker, span
 
-DEFAULT_INTERVAL = 10.0
+DEFAULT_INTERVAL = INTERVAL
 
 
 class Heartbeat(Ticker):
