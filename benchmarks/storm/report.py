@@ -138,6 +138,7 @@ END_COUNTS: Final[tuple[Column, ...]] = (
     ("expired", lambda r: r.outcomes["expired"]),
     ("jobs with every return", lambda r: r.completed_jobs),
     ("returns expected", lambda r: r.expected_returns),
+    ("targets no slice reached yet", lambda r: r.targets_unpublished),
     ("received (job cache)", lambda r: r.received_cache),
     ("received (bus)", lambda r: r.received_bus),
     ("lost", lambda r: _lost_cell(r)),
@@ -207,7 +208,9 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         _table(results, END_COUNTS),
         "",
         "Lost returns are returns expected from published jobs (targets "
-        "minus the minions a job was published without) that never reached "
+        "minus the minions a job was published without; of a job still "
+        "going out in slices at the end, the minions of its slices so far) "
+        "that never reached "
         "the master's job cache; when a variant was cut short by "
         "`--max-wait`, missing returns may still have been on their way and "
         "are not called lost. The minions try a return as a 3008.3 minion "
