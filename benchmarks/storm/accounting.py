@@ -76,6 +76,15 @@ class Ping:
     #: first return arrived; None when that never happened
     publish_s: float | None = None
     first_s: float | None = None
+    #: the minions pinged (fewer than PING_TARGETS in a smaller fleet)
+    targets: int = PING_TARGETS
+
+    @property
+    def answered(self) -> bool:
+        """Whether every target answered within PING_TIMEOUT: what a
+        presence check needs (Salt's client may wait past its timeout while
+        ``saltutil.find_job`` says the minions still run the ping)."""
+        return self.returned >= self.targets and self.seconds <= PING_TIMEOUT
 
 
 @dataclass
@@ -175,9 +184,28 @@ class VariantResult:
         return max((s.max_minion_points for s in self.samples), default=0)
 
     @property
-    def ping_p99(self) -> float:
-        """99th-percentile presence ping time, seconds."""
-        return report.percentile([p.seconds for p in self.pings], 99)
+    def ping_ticks(self) -> int:
+        """Presence ping ticks: pings sent and ticks skipped (a skipped tick
+        is a ping that could not even be sent, so a failure)."""
+        return len(self.pings) + self.pings_skipped
+
+    @property
+    def answered_pings(self) -> list[Ping]:
+        """The presence pings every target answered within PING_TIMEOUT."""
+        return [p for p in self.pings if p.answered]
+
+    @property
+    def ping_answered_share(self) -> float | None:
+        """Answered pings per tick; None without a tick."""
+        if not self.ping_ticks:
+            return None
+        return len(self.answered_pings) / self.ping_ticks
+
+    def answered_ping_percentile(self, q: float) -> float | None:
+        """The ``q`` percentile of the answered pings' times (a ping that
+        timed out has no time of its own, only the timeout); None without one."""
+        seconds = [p.seconds for p in self.answered_pings]
+        return report.percentile(seconds, q) if seconds else None
 
     @property
     def pings_incomplete(self) -> int:

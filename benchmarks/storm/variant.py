@@ -206,7 +206,7 @@ class StormRun:
 
     def _one_ping(self, at: float, targets: list[str]) -> None:
         began = time.monotonic()
-        ping = Ping(at, 0.0, 0)
+        ping = Ping(at, 0.0, 0, targets=len(targets))
         try:
             with self.stack.client() as client:
                 for item in client.cmd_iter(
