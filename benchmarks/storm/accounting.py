@@ -29,7 +29,7 @@ from harness.ratelimit import (
     slice_event,
 )
 
-#: MWorkers of the master's default pool (the exempt pool, if any, adds its own)
+#: MWorkers of every variant's master in all (an exempt pool takes its share)
 WORKER_THREADS: Final = 4
 PING_TARGETS: Final = 10
 PING_TIMEOUT: Final = 10  # seconds a presence ping waits for its returns

@@ -88,8 +88,8 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
     pool = (
         f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
         f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
-        f"beside the {WORKER_THREADS} of the default pool "
-        "(`worker_pools:exempt:functions`). "
+        f"beside the {WORKER_THREADS - limits.exempt_pool_workers} of the "
+        "default pool (`worker_pools:exempt:functions`). "
         if limits.exempt_pool_workers
         else "No worker pool of its own for the exempt functions. "
     )
@@ -120,7 +120,8 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             if options.slice_min_targets
             else ""
         )
-        + f"Limiter off: {WORKER_THREADS} MWorkers in one pool. "
+        + f"Limiter off: one pool. Every variant's master has {WORKER_THREADS} "
+        "MWorkers in all. "
         + _consumer_intro(options)
         + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
