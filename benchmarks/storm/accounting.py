@@ -161,6 +161,8 @@ class VariantResult:
     minion_returns_given_up: int = 0
     minion_return_errors: int = 0
     master_cpu_s: float = 0.0
+    #: the storm's own process over the storm (pinger, submitters, accounting)
+    driver_cpu_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
     pings: list[Ping] = field(default_factory=list)
     pings_skipped: int = 0

@@ -184,6 +184,7 @@ OVER_TIME: Final[tuple[Column, ...]] = (
         lambda r: f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
     ),
     ("master CPU s", lambda r: f"{r.master_cpu_s:.0f}"),
+    ("driver CPU s", lambda r: f"{r.driver_cpu_s:.0f}"),
 )
 
 
@@ -236,7 +237,17 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
 
 def _over_time(results: list[VariantResult]) -> list[Any]:
     """What the sampler saw over the storm, per variant."""
-    return ["## Over time", "", _table(results, OVER_TIME), ""]
+    return [
+        "## Over time",
+        "",
+        _table(results, OVER_TIME),
+        "",
+        "Master CPU: the master's processes, the event consumer's engine "
+        "included. Driver CPU: the storm's own process (the presence pinger, "
+        "the submitters and the accounting of the bus), not in the master's; "
+        "it shares the box's cores with the master and the fleet.",
+        "",
+    ]
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:

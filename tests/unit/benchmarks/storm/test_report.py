@@ -185,3 +185,18 @@ def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> N
     assert "No event consumer." in "\n".join(
         map(str, report_lines([_limiter_on()], decisions, no_consumer))
     )
+
+
+def test_the_driver_cpu_is_reported_apart_from_the_masters() -> None:
+    on = _limiter_on()
+    on.master_cpu_s, on.driver_cpu_s = 100.0, 37.0
+    text = "\n".join(
+        str(line) for line in report_lines([on], [], StormOptions(minions=10, jobs=2))
+    )
+    header = next(line for line in text.splitlines() if "master CPU s" in line)
+    row = next(line for line in text.splitlines() if line.startswith("| on | 0 ("))
+    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    assert (cells[" master CPU s "], cells[" driver CPU s "]) == (" 100 ", " 37 ")
+    # the limiter-on master's exempt MWorker is one of the same four
+    assert "beside the 3 of the default pool" in text
+    assert "Every variant's master has 4 MWorkers in all" in text
