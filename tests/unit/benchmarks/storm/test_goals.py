@@ -204,3 +204,18 @@ def test_the_headline_counts_pings_answered_in_time_and_divides_by_no_timeout() 
         ping_goal.line
     )
     assert "37.3" not in ping_goal.line and "x, goal" not in ping_goal.line
+
+
+def test_a_storm_cut_by_max_wait_is_never_the_divisor_of_its_duration() -> None:
+    on = _variant("on", storm_s=900, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    off = _variant("off", storm_s=1800, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    off.ended_by = "max wait of 1800s reached"
+    (duration,) = [g for g in goals([on, off], LIMITS, DECISIONS) if "dur" in g.name]
+    assert duration.met is None and "x, goal" not in duration.line
+    assert "off at least 1800 s: not measured, limiter off was cut short" in (
+        duration.line
+    )
+    # on cut within the goal: a lower bound, not a pass
+    on.ended_by, off.ended_by = "max wait of 1800s reached", "all returns"
+    (duration,) = [g for g in goals([on, off], LIMITS, DECISIONS) if "dur" in g.name]
+    assert duration.met is None and duration.line.endswith("not measured")
