@@ -2,7 +2,9 @@
 
 One run, two masters started the same way, one after the other: ``off``
 (no ``rate_limiting``) and ``on`` (``rate_limiting`` with Salt's defaults:
-capacity criteria, 2000 master points, 10 jobs per minion). Each gets the
+capacity criteria, 2000 master points, 10 jobs per minion). Both have the
+same 4 MWorkers in all (the limiter-on master's exempt pool is one of
+them). Each gets the
 same fleet of simulated minions, which run at most ``max_minion_jobs`` jobs
 at once (more wait on the minion) and count, from their own side, the most
 jobs each ever had in flight.
@@ -24,17 +26,22 @@ During the storm, once a second:
   returns still missing), returns per second seen on the bus;
 - capacity held, from the queue manager's ledger: points in total (returns
   the master waits for) and the most points one minion holds;
-- presence pings: ``test.ping`` to 10 minions every second, each from its
-  own client, timed until all 10 returned. Every tick pings 10 other
+- presence pings: ``test.ping`` to 10 minions every second, from up to 10
+  pinger threads, each keeping one client for the run, timed until all 10
+  returned. The headline is the share of ticks whose ping all 10 answered
+  within its timeout (a skipped tick is a failure), then the p50/p99 of
+  those answered pings only. Every tick pings 10 other
   minions, in a fixed shuffled order through the whole fleet: a minion sends
   its requests to the master one at a time over its one request channel, so
   pinging the same 10 minions every second would queue their own job
   returns behind their ping returns and measure that queue, not the master.
 
 At the end: jobs accepted / rejected / expired / published, returns
-expected (targets minus excluded minions) against received (the master's
+expected (targets minus excluded minions; of a job still going out in
+slices, the minions of its slices so far) against received (the master's
 job cache, the ground truth), the highest number of jobs one minion had in
-flight.
+flight; the CPU of the master's processes and, apart, of the storm's own
+process (the driver: pinger, submitters, accounting).
 
 Plus a micro-benchmark of one decision of the shipped criteria module,
 loaded through Salt's loader.

@@ -21,9 +21,15 @@ from typing import Any, Final, NamedTuple
 
 from benchmarks import report
 from benchmarks.storm.consumer import ConsumerRun
-from harness.ratelimit import PUBLISHED_OUTCOMES, QUEUED, RateLimiting, job_event
+from harness.ratelimit import (
+    PUBLISHED_OUTCOMES,
+    QUEUED,
+    RateLimiting,
+    job_event,
+    slice_event,
+)
 
-#: MWorkers of the master's default pool (the exempt pool, if any, adds its own)
+#: MWorkers of every variant's master in all (an exempt pool takes its share)
 WORKER_THREADS: Final = 4
 PING_TARGETS: Final = 10
 PING_TIMEOUT: Final = 10  # seconds a presence ping waits for its returns
@@ -70,12 +76,26 @@ class Ping:
     #: first return arrived; None when that never happened
     publish_s: float | None = None
     first_s: float | None = None
+    #: the minions pinged (fewer than PING_TARGETS in a smaller fleet)
+    targets: int = PING_TARGETS
+
+    @property
+    def answered(self) -> bool:
+        """Whether every target answered within PING_TIMEOUT: what a
+        presence check needs (Salt's client may wait past its timeout while
+        ``saltutil.find_job`` says the minions still run the ping)."""
+        return self.returned >= self.targets and self.seconds <= PING_TIMEOUT
 
 
 @dataclass
 class JobTrack:
     """One storm job as the bus shows it: accepted, published, its outcome and
-    the minions that returned."""
+    the minions that returned.
+
+    A job the limiter publishes in slices (``rate_limiting:slices``) goes
+    out to part of its targets at a time, and its outcome comes with its
+    last slice: until then it owes the returns of the slices that went out
+    (``sliced``), and their minions return meanwhile."""
 
     jid: str
     fun: str
@@ -89,11 +109,25 @@ class JobTrack:
     #: returns of a minion after its first: a retry of a try that timed out
     #: but reached the master (it fires every copy on the bus)
     duplicates: int = 0
+    #: the minions the job's slices went out to so far (each slice's
+    #: ``minions``, its excluded left out)
+    sliced: set[str] = field(default_factory=set)
+
+    @property
+    def fully_published(self) -> bool:
+        """Whether the job went out to every target it will ever go to: all
+        at once, or its last slice (its outcome came)."""
+        if self.sliced and self.outcome is None:
+            return False
+        return self.published is not None
 
     @property
     def expected(self) -> int:
-        """Returns to expect: the targets not excluded once published, none before."""
-        return self.targets - self.excluded if self.published is not None else 0
+        """Returns to expect: the targets not excluded once fully published,
+        the minions of the slices out so far before that, none before any."""
+        if self.fully_published:
+            return self.targets - self.excluded
+        return len(self.sliced)
 
 
 @dataclass
@@ -114,6 +148,9 @@ class VariantResult:
     expected_returns: int = 0
     received_bus: int = 0
     received_cache: int = 0
+    #: targets of jobs still going out in slices at the end that no slice
+    #: reached yet: owing no return, and not counted as expected
+    targets_unpublished: int = 0
     completed_jobs: int = 0
     peak_minion_jobs: int = 0
     #: duplicate returns on the master's bus (see JobTrack.duplicates)
@@ -124,6 +161,8 @@ class VariantResult:
     minion_returns_given_up: int = 0
     minion_return_errors: int = 0
     master_cpu_s: float = 0.0
+    #: the storm's own process over the storm (pinger, submitters, accounting)
+    driver_cpu_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
     pings: list[Ping] = field(default_factory=list)
     pings_skipped: int = 0
@@ -147,9 +186,28 @@ class VariantResult:
         return max((s.max_minion_points for s in self.samples), default=0)
 
     @property
-    def ping_p99(self) -> float:
-        """99th-percentile presence ping time, seconds."""
-        return report.percentile([p.seconds for p in self.pings], 99)
+    def ping_ticks(self) -> int:
+        """Presence ping ticks: pings sent and ticks skipped (a skipped tick
+        is a ping that could not even be sent, so a failure)."""
+        return len(self.pings) + self.pings_skipped
+
+    @property
+    def answered_pings(self) -> list[Ping]:
+        """The presence pings every target answered within PING_TIMEOUT."""
+        return [p for p in self.pings if p.answered]
+
+    @property
+    def ping_answered_share(self) -> float | None:
+        """Answered pings per tick; None without a tick."""
+        if not self.ping_ticks:
+            return None
+        return len(self.answered_pings) / self.ping_ticks
+
+    def answered_ping_percentile(self, q: float) -> float | None:
+        """The ``q`` percentile of the answered pings' times (a ping that
+        timed out has no time of its own, only the timeout); None without one."""
+        seconds = [p.seconds for p in self.answered_pings]
+        return report.percentile(seconds, q) if seconds else None
 
     @property
     def pings_incomplete(self) -> int:
@@ -168,6 +226,8 @@ class VariantResult:
             if track.outcome:
                 self.outcomes[track.outcome] += 1
             self.expected_returns += track.expected
+            if track.sliced and not track.fully_published:
+                self.targets_unpublished += track.targets - track.expected
             self.received_bus += len(track.returned)
             self.duplicate_returns += track.duplicates
             self.completed_jobs += track.completed is not None
@@ -175,13 +235,18 @@ class VariantResult:
 
 
 class _JobEvent(NamedTuple):
-    """A bus event about one job: a return (``minion``) or a rate-limit
-    outcome (``outcome``, ``queued`` included)."""
+    """A bus event about one job: a return (``minion``), a rate-limit
+    outcome (``outcome``, ``queued`` included) or a slice that went out
+    (``outcome`` :data:`SLICE`)."""
 
     jid: str
     minion: str | None
     outcome: str | None
     event: Any  # harness.events.Event
+
+
+#: the ``outcome`` of a :class:`_JobEvent` for ``salt/ratelimit/slice/<jid>/<n>``
+SLICE: Final = "slice"
 
 
 def _job_event(event: Any) -> _JobEvent | None:
@@ -191,6 +256,9 @@ def _job_event(event: Any) -> _JobEvent | None:
     fired = job_event(event.tag)
     if fired is not None:
         return _JobEvent(fired[0], None, fired[1], event)
+    part = slice_event(event.tag)
+    if part is not None:
+        return _JobEvent(part[0], None, SLICE, event)
     return None
 
 
@@ -260,14 +328,22 @@ class JobBook:
                 track.duplicates += 1
                 return 0
             track.returned.add(item.minion)
-            if track.published is not None and len(track.returned) >= track.expected:
+            if track.fully_published and len(track.returned) >= track.expected:
                 track.completed = received
             return 1
         if item.outcome == QUEUED:
             return 0
+        if item.outcome == SLICE:
+            track.sliced.update(item.event.data.get("minions") or [])
+            if track.published is None:
+                track.published = received
+            return 0
         track.outcome = item.outcome
         if item.outcome in PUBLISHED:
-            track.published = received
+            if track.published is None:
+                track.published = received
+            # a sliced job's excluded include the targets still queued
+            # when its caller stopped waiting (its ``expired``)
             track.excluded = len(item.event.data.get("excluded") or [])
             if len(track.returned) >= track.expected:
                 track.completed = received
@@ -283,11 +359,11 @@ class JobBook:
             )
 
     def all_settled(self) -> bool:
-        """Whether every job was published, expired or rejected."""
+        """Whether every job was published (its last slice too), expired or
+        rejected."""
         with self.lock:
             return all(
-                t.published is not None or t.outcome in DROPPED
-                for t in self.jobs.values()
+                t.fully_published or t.outcome in DROPPED for t in self.jobs.values()
             )
 
     def expected_total(self) -> int:

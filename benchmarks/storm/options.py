@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from benchmarks import options
 from benchmarks.options import option, report_name, reproduce_command
+from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
@@ -35,6 +36,19 @@ def _variants(word: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(
             f"invalid variants {word!r}: choose from {', '.join(VARIANTS)}"
         ) from None
+
+
+def _exempt_pool(word: str) -> int:
+    """An exempt pool that leaves the default pool at least one of the
+    WORKER_THREADS MWorkers every variant's master has."""
+    count = non_negative(word)
+    if count >= WORKER_THREADS:
+        raise argparse.ArgumentTypeError(
+            f"invalid exempt pool {count}: every master has {WORKER_THREADS} "
+            f"MWorkers in all, so at most {WORKER_THREADS - 1} (the default "
+            "pool keeps one)"
+        )
+    return count
 
 
 @dataclass(frozen=True)
@@ -69,9 +83,10 @@ class StormOptions:
     )
     exempt_pool: int = option(
         1,
-        non_negative,
+        _exempt_pool,
         "MWorkers of the limiter-on master's worker pool for the exempt "
-        "functions (worker_pools:<pool>:functions); 0: no such pool",
+        "functions (worker_pools:<pool>:functions), taken from the "
+        f"{WORKER_THREADS} every variant's master has; 0: no such pool",
     )
     consumer_rate: float = option(
         150.0,
@@ -102,9 +117,18 @@ class StormOptions:
             max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
         ).with_slices(self.slice_min_targets)
 
-    def limiter_master_options(self, worker_threads: int) -> dict[str, Any]:
-        """The master options of the limiter-on master (:meth:`rate_limiting`'s)."""
-        return self.rate_limiting().master_options(worker_threads)
+    def limiter_master_options(self, mworkers: int = WORKER_THREADS) -> dict[str, Any]:
+        """The master options of the limiter-on master (:meth:`rate_limiting`'s)
+        with ``mworkers`` MWorkers in all, its exempt pool's included: the
+        same as every other variant's master, which would otherwise compare
+        its default pool against one MWorker more."""
+        default_pool = mworkers - self.exempt_pool
+        if default_pool < 1:
+            raise ValueError(
+                f"an exempt pool of {self.exempt_pool} leaves no MWorker of "
+                f"{mworkers} to the default pool"
+            )
+        return self.rate_limiting().master_options(default_pool)
 
     def reproduce_command(self) -> str:
         """The ``nox`` command line that runs this storm again, naming only

@@ -24,7 +24,13 @@ from benchmarks.storm.accounting import (
 )
 from benchmarks.storm.consumer import BOUND_S, TREND_SHARE
 from benchmarks.storm.decide import DecideResult
-from benchmarks.storm.goals import goal_lines, goals, why_lines
+from benchmarks.storm.goals import (
+    answered_words,
+    completed_words,
+    goal_lines,
+    goals,
+    why_lines,
+)
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.plot import consumer_plot, timeline_plot
 from harness.ratelimit import RateLimiting
@@ -82,8 +88,8 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
     pool = (
         f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
         f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
-        f"beside the {WORKER_THREADS} of the default pool "
-        "(`worker_pools:exempt:functions`). "
+        f"beside the {WORKER_THREADS - limits.exempt_pool_workers} of the "
+        "default pool (`worker_pools:exempt:functions`). "
         if limits.exempt_pool_workers
         else "No worker pool of its own for the exempt functions. "
     )
@@ -114,7 +120,8 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             if options.slice_min_targets
             else ""
         )
-        + f"Limiter off: {WORKER_THREADS} MWorkers in one pool. "
+        + f"Limiter off: one pool. Every variant's master has {WORKER_THREADS} "
+        "MWorkers in all. "
         + _consumer_intro(options)
         + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "
@@ -138,6 +145,7 @@ END_COUNTS: Final[tuple[Column, ...]] = (
     ("expired", lambda r: r.outcomes["expired"]),
     ("jobs with every return", lambda r: r.completed_jobs),
     ("returns expected", lambda r: r.expected_returns),
+    ("targets no slice reached yet", lambda r: r.targets_unpublished),
     ("received (job cache)", lambda r: r.received_cache),
     ("received (bus)", lambda r: r.received_bus),
     ("lost", lambda r: _lost_cell(r)),
@@ -176,18 +184,18 @@ OVER_TIME: Final[tuple[Column, ...]] = (
         lambda r: f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
     ),
     ("master CPU s", lambda r: f"{r.master_cpu_s:.0f}"),
+    ("driver CPU s", lambda r: f"{r.driver_cpu_s:.0f}"),
 )
 
 
 #: the presence pings, split into publish, first and last return
 PINGS: Final[tuple[Column, ...]] = (
     ("limiter", lambda r: r.name),
-    ("pings", lambda r: len(r.pings)),
+    ("answered in time", lambda r: answered_words(r)),
+    ("completed p50 / p99 s", lambda r: completed_words(r)),
     ("publish p50 / p99", lambda r: _ping_cell([p.publish_s for p in r.pings])),
     ("first return p50 / p99", lambda r: _ping_cell([p.first_s for p in r.pings])),
-    ("all returned p50 / p99", lambda r: _ping_cell([p.seconds for p in r.pings])),
     ("incomplete", lambda r: r.pings_incomplete),
-    ("skipped", lambda r: r.pings_skipped),
 )
 
 
@@ -207,7 +215,9 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         _table(results, END_COUNTS),
         "",
         "Lost returns are returns expected from published jobs (targets "
-        "minus the minions a job was published without) that never reached "
+        "minus the minions a job was published without; of a job still "
+        "going out in slices at the end, the minions of its slices so far) "
+        "that never reached "
         "the master's job cache; when a variant was cut short by "
         "`--max-wait`, missing returns may still have been on their way and "
         "are not called lost. The minions try a return as a 3008.3 minion "
@@ -227,7 +237,17 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
 
 def _over_time(results: list[VariantResult]) -> list[Any]:
     """What the sampler saw over the storm, per variant."""
-    return ["## Over time", "", _table(results, OVER_TIME), ""]
+    return [
+        "## Over time",
+        "",
+        _table(results, OVER_TIME),
+        "",
+        "Master CPU: the master's processes, the event consumer's engine "
+        "included. Driver CPU: the storm's own process (the presence pinger, "
+        "the submitters and the accounting of the bus), not in the master's; "
+        "it shares the box's cores with the master and the fleet.",
+        "",
+    ]
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:
@@ -235,9 +255,12 @@ def _ping_section(results: list[VariantResult]) -> list[Any]:
     return [
         "## Presence pings",
         "",
-        "Seconds from the start of `LocalClient.cmd_iter` until the master "
-        "answered the publish with the jid, until the first of the "
-        f"{PING_TARGETS} returns, and until the last (the ping's time).",
+        f"A ping tick every second: answered in time when all {PING_TARGETS} "
+        f"minions returned within the {PING_TIMEOUT} s timeout, out of every "
+        "tick (a skipped tick counts as a failure); completed: the time of "
+        "the answered pings only (a ping that timed out has no time of its "
+        "own). Seconds from the start of `LocalClient.cmd_iter` until the "
+        "master answered the publish with the jid, and until the first return.",
         "",
         _table(results, PINGS),
         "",

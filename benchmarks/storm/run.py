@@ -112,9 +112,9 @@ def _fleet_stack(
     return fleet_stack(
         options.minions,
         root=root,
-        master_opts=(
-            options.limiter_master_options(WORKER_THREADS) if limiter else None
-        ),
+        # with the limiter, its exempt pool takes its share of the same
+        # WORKER_THREADS: equal masters
+        master_opts=options.limiter_master_options(WORKER_THREADS) if limiter else None,
         fleet=fleet,
         worker_threads=WORKER_THREADS,
         consumer=consumer,

@@ -10,6 +10,8 @@ one lock.
 
 from __future__ import annotations
 
+import contextlib
+import resource
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,6 +63,14 @@ def master_roles(roles: dict[str, float]) -> dict[str, float]:
     return {name: mib for name, mib in roles.items() if ENGINE_NAME not in name}
 
 
+def driver_cpu_seconds() -> float:
+    """User + system CPU of the storm's own process: the driver (pinger,
+    submitters, sampler, the bus listener's accounting), apart from the
+    master and the fleet, which are processes of their own."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
 def _limiter_state(probe: QueueProbe) -> tuple[int, int]:
     """``(jobs queued, points held)`` from the queue manager; -1s when it
     did not answer."""
@@ -108,6 +118,10 @@ class StormRun:
         self.probe = QueueProbe(stack.master.settings.sock_dir)
         self.order = ping_order(list(stack.fleet.ids))
         self._stop = threading.Event()
+        # the pinger threads' LocalClients, each kept for the run (see
+        # _ping_client); closed when run() is done with the pinger
+        self._ping_local = threading.local()
+        self._ping_clients = contextlib.ExitStack()
         self._started = 0.0
         self._started_at = 0.0  # the same moment on the wall clock
 
@@ -117,13 +131,15 @@ class StormRun:
         # warm up the master's workers and caches, not counted
         self.stack.cmd("*", "test.ping", timeout=WARM_UP_TIMEOUT)
         cpu_before = proctree.cpu_seconds(master_pid)
+        driver_before = driver_cpu_seconds()
         self._started = time.monotonic()
         self._started_at = time.time()
         position = self.listener.mark()
         storm = storm_jobs(self.options.jobs)
         with self.lock:
             self.result.submitted = len(storm)
-        with ThreadPoolExecutor(PING_MAX_OUTSTANDING) as ping_pool:
+        # the clients close after the pool's threads ended
+        with self._ping_clients, ThreadPoolExecutor(PING_MAX_OUTSTANDING) as ping_pool:
             threads = [
                 threading.Thread(
                     target=self._sampler,
@@ -148,7 +164,10 @@ class StormRun:
             self._stop.set()
             for thread in threads:
                 thread.join(timeout=JOIN_TIMEOUT_S)
-        self._count(proctree.cpu_seconds(master_pid) - cpu_before)
+        self._count(
+            proctree.cpu_seconds(master_pid) - cpu_before,
+            driver_cpu_seconds() - driver_before,
+        )
         return self.result
 
     def _fleet_status(self) -> dict[str, Any]:
@@ -204,24 +223,38 @@ class StormRun:
             at = time.monotonic() - self._started
             outstanding.append(pool.submit(self._one_ping, at, targets))
 
+    def _ping_client(self) -> Any:
+        """This pinger thread's LocalClient, made on its first ping and kept
+        for the run: a client per ping parsed the master's config and
+        subscribed to its bus every second, and made the storm's own process
+        the busiest on the box. One per thread, not one for all: a
+        LocalClient's bus subscription serves one caller at a time (another
+        thread's ``cmd_iter`` would take its returns)."""
+        client = getattr(self._ping_local, "client", None)
+        if client is None:
+            with self.lock:
+                client = self._ping_clients.enter_context(self.stack.client())
+            self._ping_local.client = client
+        return client
+
     def _one_ping(self, at: float, targets: list[str]) -> None:
         began = time.monotonic()
-        ping = Ping(at, 0.0, 0)
+        ping = Ping(at, 0.0, 0, targets=len(targets))
         try:
-            with self.stack.client() as client:
-                for item in client.cmd_iter(
-                    targets,
-                    "test.ping",
-                    tgt_type="list",
-                    timeout=PING_TIMEOUT,
-                    yield_pub_data=True,
-                ):
-                    if item and "jid" in item and "minions" in item:
-                        ping.publish_s = time.monotonic() - began
-                        continue
-                    if ping.first_s is None:
-                        ping.first_s = time.monotonic() - began
-                    ping.returned += len(item or {})
+            client = self._ping_client()
+            for item in client.cmd_iter(
+                targets,
+                "test.ping",
+                tgt_type="list",
+                timeout=PING_TIMEOUT,
+                yield_pub_data=True,
+            ):
+                if item and "jid" in item and "minions" in item:
+                    ping.publish_s = time.monotonic() - began
+                    continue
+                if ping.first_s is None:
+                    ping.first_s = time.monotonic() - began
+                ping.returned += len(item or {})
         except Exception:  # pylint: disable=broad-except
             pass  # a ping that failed counts as incomplete
         ping.seconds = time.monotonic() - began
@@ -295,7 +328,7 @@ class StormRun:
                 )
         return f"max wait of {self.options.max_wait:.0f}s reached"
 
-    def _count(self, master_cpu_s: float) -> None:
+    def _count(self, master_cpu_s: float, driver_cpu_s: float) -> None:
         """The end counts: the fleet's own, the bus's and the job cache's."""
         status = self._fleet_status()
         with self.lock:
@@ -305,6 +338,7 @@ class StormRun:
         with self.lock:
             self.result.consumer = consumer
             self.result.master_cpu_s = master_cpu_s
+            self.result.driver_cpu_s = driver_cpu_s
             self.result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
             self.result.minion_return_retries = int(status.get("return_retries") or 0)
             self.result.minion_returns_given_up = int(

@@ -189,3 +189,40 @@ def test_a_book_can_share_its_lock_with_the_run_that_owns_it():
     with lock:  # held by a run's thread while it reads the book
         book.add(JobTrack("1", "test.sleep", targets=1, accepted=10.0))
         assert book.in_flight() == 1
+
+
+def _slice(jid: str, number: int, minions: list[str]) -> Event:
+    return Event(
+        f"salt/ratelimit/slice/{jid}/{number}",
+        {"jid": jid, "slice": number, "minions": minions, "excluded": []},
+        received=60.0 + number,
+    )
+
+
+def test_a_job_going_out_in_slices_expects_the_returns_of_its_slices_so_far():
+    book = JobBook()
+    book.limited = True
+    book.add(JobTrack("9", "test.sleep", targets=4, accepted=10.0))
+    book.feed([_outcome("9", "queued"), _slice("9", 1, ["a", "b"])])
+    book.feed([_ret("9", "a"), _ret("9", "b")])
+    # its first slice returned: still in flight, nothing received unexpected
+    assert (book.expected_total(), book.received_total()) == (2, 2)
+    assert book.in_flight() == 1 and not book.all_settled()
+    assert book.jobs["9"].completed is None
+
+    result = VariantResult("on", None)
+    result.tally(book.jobs.values(), {"9": 2})  # the job cache has both
+    assert (result.expected_returns, result.received_cache) == (2, 2)
+    assert result.missing_returns == 0
+    assert result.targets_unpublished == 2
+
+    book.feed([_slice("9", 2, ["c", "d"]), _outcome("9", "published")])
+    book.feed([_ret("9", "c")])
+    assert (book.expected_total(), book.received_total()) == (4, 3)
+    assert book.all_settled() and book.in_flight() == 1
+    result = VariantResult("on", None)
+    result.tally(book.jobs.values(), {"9": 3})
+    assert (result.expected_returns, result.missing_returns) == (4, 1)
+    assert result.targets_unpublished == 0
+    book.feed([_ret("9", "d", at=130.0)])
+    assert book.in_flight() == 0 and book.jobs["9"].completed == 130.0

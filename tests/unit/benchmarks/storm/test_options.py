@@ -94,6 +94,7 @@ def test_the_reproduce_line_names_the_report_when_it_is_not_the_default() -> Non
         (["--output-name", "results/storm"], "invalid report name"),
         (["--max-wait", "0"], "must be more than 0 seconds"),
         (["--exempt-pool", "-1"], "must not be negative"),
+        (["--exempt-pool", "4"], "every master has 4 MWorkers in all, so at most 3"),
         (["--consumer-rate", "-5"], "must be 0 or more events per second"),
         (["--consumer-rate", "fast"], "not a number of events per second"),
         (["--consumer-rate", "nan"], "must be 0 or more events per second"),
@@ -116,7 +117,7 @@ def test_the_limiter_on_master_gets_the_options_rate_limiting() -> None:
 
 def test_publishing_in_slices_reaches_only_the_limiter_on_masters_settings() -> None:
     plain = StormOptions().limiter_master_options(4)
-    assert plain == StormOptions().rate_limiting().master_options(4)
+    assert plain == StormOptions().rate_limiting().master_options(3)
     assert plain["rate_limiting"]["slices"] == {"min_targets": 100}
     unsliced = StormOptions(slice_min_targets=0).limiter_master_options(4)
     assert "slices" not in unsliced["rate_limiting"]
@@ -130,3 +131,18 @@ def test_each_variant_gets_a_consumer_of_its_own_unless_the_rate_is_0() -> None:
     assert on is not None and (on.rate, on.name) == (80, "storm-on")
     assert consumer_settings("off", StormOptions()).name == "storm-off"
     assert consumer_settings("on", StormOptions(consumer_rate=0)) is None
+
+
+@pytest.mark.parametrize("exempt", [0, 1, 3])
+def test_the_limiter_on_master_has_as_many_mworkers_as_the_others(exempt) -> None:
+    from benchmarks.storm.accounting import WORKER_THREADS
+
+    pools = StormOptions(exempt_pool=exempt).limiter_master_options().get(
+        "worker_pools"
+    ) or {"default": {"worker_count": WORKER_THREADS}}
+    assert sum(pool["worker_count"] for pool in pools.values()) == WORKER_THREADS
+
+
+def test_an_exempt_pool_that_leaves_no_default_worker_is_refused() -> None:
+    with pytest.raises(ValueError, match="leaves no MWorker of 4"):
+        StormOptions(exempt_pool=4).limiter_master_options(4)

@@ -70,7 +70,8 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
     assert "at most 2 jobs in flight on one minion, goal <= 10: met" in text
     assert "lost returns with the limiter on: 0, goal 0: met" in text
     # one variant: the goals relative to limiter off are not measured
-    assert "presence-ping p99 on 12.00 s vs off -: not measured" in text
+    # the ping that took 12 s was not answered within its 10 s timeout
+    assert "on 0.0 % (0 of 2 ticks, 0 skipped), goal >= 99 %: missed" in text
     assert "worst p99 6.0 us <= 50 us: met" in text
     assert "backlog bounded with the limiter on: not measured" in text
     # the ping that never got a first return is counted, not dropped
@@ -184,3 +185,18 @@ def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> N
     assert "No event consumer." in "\n".join(
         map(str, report_lines([_limiter_on()], decisions, no_consumer))
     )
+
+
+def test_the_driver_cpu_is_reported_apart_from_the_masters() -> None:
+    on = _limiter_on()
+    on.master_cpu_s, on.driver_cpu_s = 100.0, 37.0
+    text = "\n".join(
+        str(line) for line in report_lines([on], [], StormOptions(minions=10, jobs=2))
+    )
+    header = next(line for line in text.splitlines() if "master CPU s" in line)
+    row = next(line for line in text.splitlines() if line.startswith("| on | 0 ("))
+    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    assert (cells[" master CPU s "], cells[" driver CPU s "]) == (" 100 ", " 37 ")
+    # the limiter-on master's exempt MWorker is one of the same four
+    assert "beside the 3 of the default pool" in text
+    assert "Every variant's master has 4 MWorkers in all" in text

@@ -1,0 +1,64 @@
+"""The storm's own threads: how the presence pinger talks to the master.
+
+A fake stack stands in for the master: these tests count the LocalClients
+the pinger makes and what it records, not the master's answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from benchmarks.storm.options import StormOptions
+from benchmarks.storm.variant import StormRun
+
+
+class _Client:
+    """A LocalClient whose pings every target answers at once."""
+
+    def __init__(self) -> None:
+        self.destroyed = False
+
+    def cmd_iter(self, targets: list[str], *_: Any, **__: Any) -> Iterator[Any]:
+        yield {"jid": "1", "minions": targets}
+        for minion in targets:
+            yield {minion: True}
+
+
+class _Stack:
+    """Just what a StormRun needs of a started stack, counting clients."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.master = SimpleNamespace(settings=SimpleNamespace(sock_dir=tmp_path))
+        self.listener = object()
+        self.fleet = SimpleNamespace(ids=["m1", "m2"])
+        self.clients: list[_Client] = []
+
+    @contextlib.contextmanager
+    def client(self) -> Iterator[_Client]:
+        client = _Client()
+        self.clients.append(client)
+        try:
+            yield client
+        finally:
+            client.destroyed = True
+
+
+def test_each_pinger_thread_keeps_one_client_for_the_run(tmp_path: Path) -> None:
+    stack = _Stack(tmp_path)
+    storm = StormRun("off", None, StormOptions(), stack)  # type: ignore[arg-type]
+    with storm._ping_clients:
+        for tick in range(3):
+            storm._one_ping(float(tick), ["m1", "m2"])
+        other = threading.Thread(target=storm._one_ping, args=(3.0, ["m1", "m2"]))
+        other.start()
+        other.join()
+        # one per thread, not one per ping: the fourth ping ran in another
+        assert len(stack.clients) == 2
+        assert not any(client.destroyed for client in stack.clients)
+    assert all(client.destroyed for client in stack.clients)
+    assert [(p.returned, p.answered) for p in storm.result.pings] == [(2, True)] * 4
