@@ -20,7 +20,11 @@ from collections.abc import Sequence
 from harness.entrypoint import run_harness_cli
 from harness.errors import HarnessError
 from harness.ports import free_port
-from harness.postgres import EmbeddedPostgres, open_temp_directory
+from harness.postgres import (
+    EmbeddedPostgres,
+    open_temp_directory,
+    remove_stale_copies,
+)
 
 DSN_VARIABLE = "SALT_TEST_POSTGRES_DSN"
 # How long an interrupted command may take to clean up before it is killed
@@ -60,6 +64,9 @@ def run_with_server(command: Sequence[str]) -> int:
         finally:
             server.stop()
             server.cleanup()
+            # the PostgreSQL install copied for an unprivileged server, once
+            # no server runs from it (a stack's stop does the same)
+            remove_stale_copies()
 
 
 def _main(argv: Sequence[str] | None) -> int:
