@@ -4,7 +4,7 @@ pytest prints when a test ends (a dot, or with ``-v`` a line); under xdist,
 and in a file of slow tests, nothing is printed for minutes while an
 integration test works, and a user cannot tell a slow test from a hung one.
 This plugin prints, after ``--saltfleet-heartbeat`` seconds (default 9.5)
-without a test starting or ending, one line naming the tests still running
+without a test ending, one line naming the tests still running
 and how long each has run, and again every as many seconds while that lasts.
 
 Loaded as ``-p series.pytest_plugins.saltfleet_progress`` (``nox -s tests``
@@ -42,9 +42,10 @@ class Heartbeat(Ticker):
         self.running: dict[str, float] = {}
 
     def started(self, nodeid: str) -> None:
-        """``nodeid`` began: the silence ends."""
+        """``nodeid`` began. Not an end of the silence: without ``-v`` pytest
+        prints nothing when a test starts, only its dot when it ends."""
         with self.lock:
-            self.running[nodeid] = self.last = self.clock()
+            self.running[nodeid] = self.clock()
 
     def finished(self, nodeid: str) -> None:
         """``nodeid`` ended (a second call for it changes only the time)."""

@@ -20,9 +20,14 @@ def test_a_line_names_each_running_test_and_how_long_it_has_run() -> None:
     beat = Heartbeat(io.StringIO(), 10, clock)
     beat.started("tests/a.py::slow")
     clock.now += 5
-    beat.started("tests/b.py::slower")
-    assert beat.due() is None  # something happened 0 s ago
-    clock.now += 70
+    assert beat.due() is None
+    beat.started("tests/b.py::slower")  # prints nothing: the silence goes on
+    clock.now += 5
+    assert (
+        beat.due()
+        == "... still running: tests/a.py::slow (10 s), tests/b.py::slower (5 s)"
+    )
+    clock.now += 65
     assert beat.due() == (
         "... still running: tests/a.py::slow (1 min 15 s), "
         "tests/b.py::slower (1 min 10 s)"
