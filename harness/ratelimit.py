@@ -34,6 +34,9 @@ OUTCOMES = (
     "published_unchecked",
     "expired",
     "rejected",
+    # the master stopped while the job was going out and no minion returned:
+    # it may or may not have run, and is not published again (patch G)
+    "unknown",
 )
 
 #: The outcomes of a job that went out to (some of) its minions.
