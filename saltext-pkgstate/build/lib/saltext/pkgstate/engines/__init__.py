@@ -1,1 +1,0 @@
-"""Master engines of the extension, found by Salt's loader."""

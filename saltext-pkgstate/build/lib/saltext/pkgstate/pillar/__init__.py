@@ -1,1 +1,0 @@
-"""External pillar modules of the extension, found by Salt's loader."""

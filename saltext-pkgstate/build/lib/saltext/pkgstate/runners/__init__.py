@@ -1,1 +1,0 @@
-"""Runner modules of the extension (``salt-run pkgstate.*``), found by Salt's loader."""

@@ -1,1 +1,0 @@
-"""master_tops modules of the extension, found by Salt's loader."""
