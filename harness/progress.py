@@ -67,6 +67,8 @@ class Ticker:
         self.clock = clock
         self.lock = threading.Lock()
         self.what = ""
+        # written before each line: "\n" where the stream may be mid-line
+        self.lead = ""
         self.since = self.last = clock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -104,7 +106,7 @@ class Ticker:
         while not self._stop.wait(min(0.25, self.interval / 4)):
             line = self.due()
             if line:
-                self.stream.write(line + "\n")
+                self.stream.write(self.lead + line + "\n")
                 self.stream.flush()
 
     def start(self) -> None:

@@ -39,6 +39,7 @@ class Heartbeat(Ticker):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(stream, interval, clock=clock)
+        self.lead = "\n"  # pytest's dots leave the line open
         self.running: dict[str, float] = {}
 
     def started(self, nodeid: str) -> None:

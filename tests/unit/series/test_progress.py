@@ -87,7 +87,7 @@ def test_a_real_pytest_run_names_the_test_past_output_capture(
 ) -> None:
     result = _pytest(tmp_path, "--saltfleet-heartbeat", "0.5", *workers)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "... still running: test_slow.py::test_sleeps (" in result.stdout
+    assert "\n... still running: test_slow.py::test_sleeps (" in result.stdout
     assert "the test's own output" not in result.stdout  # capture still works
 
 
