@@ -25,6 +25,7 @@ from harness.postgres import (
     open_temp_directory,
     remove_stale_copies,
 )
+from harness.progress import ticking_stdout
 
 DSN_VARIABLE = "SALT_TEST_POSTGRES_DSN"
 # How long an interrupted command may take to clean up before it is killed
@@ -57,7 +58,9 @@ def run_with_server(command: Sequence[str]) -> int:
     with open_temp_directory("saltfleet-pgtest-") as base:
         server = EmbeddedPostgres(base / "pg", free_port())
         print(f"pgtest: starting PostgreSQL on port {server.port}", flush=True)
-        server.start()
+        with ticking_stdout("pgtest: starting PostgreSQL"):  # initdb: ~10 s
+            server.start()
+        print("pgtest: PostgreSQL is up; running the tests", flush=True)
         try:
             env = dict(os.environ, **{DSN_VARIABLE: server.connection.dsn})
             return _call(command, env)
