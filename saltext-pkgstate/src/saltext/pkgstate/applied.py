@@ -73,9 +73,7 @@ class AppliedRecords(StorePart):
             " WHERE minion_id = %s ORDER BY id DESC LIMIT 1",
             (minion_id,),
         )
-        if row is None:
-            return None
-        return Applied(minion_id, row[0], row[1], row[2], row[3])
+        return None if row is None else Applied(minion_id, *row)
 
 
 __all__ = ["Applied", "AppliedRecords", "applied_entry", "check_digest"]

@@ -111,9 +111,7 @@ class InventoryRecords(StorePart):
             " WHERE minion_id = %s",
             (minion_id,),
         )
-        if row is None:
-            return None
-        return Inventory(minion_id, row[0], row[1], row[2])
+        return None if row is None else Inventory(minion_id, *row)
 
 
 __all__ = ["Inventory", "InventoryRecords", "normalize_pkg_versions"]
