@@ -45,7 +45,7 @@ def _project(tmp_path, tests, slow=None):
     return tmp_path
 
 
-def _run(tree, capture=True):
+def _run(tree, capture=True, **options):
     pytest_cmd = [sys.executable, "-m", "pytest", "-c", os.devnull, "-q"]
     return timing_reruns.run(
         [*pytest_cmd, "--rootdir", str(tree), "-p", "no:cacheprovider"],
@@ -53,6 +53,7 @@ def _run(tree, capture=True):
         cwd=tree,
         capture=capture,
         timeout=120,
+        **options,
     )
 
 
@@ -65,68 +66,79 @@ TWO_TESTS = """
 """
 
 
-def test_a_test_the_check_failed_once_runs_again_alone_and_the_run_passes(tmp_path):
-    tree = _project(tmp_path, TWO_TESTS, slow={"test_handler": 1})
+BROKEN_AND_SLOW = """
+    def test_broken():
+        assert 1 == 2
 
-    outcome = _run(tree)
+    def test_handler():
+        pass
+"""
 
-    assert outcome.returncode == 0
-    assert outcome.reran == ["test_x.py::test_handler"]
-    assert "passed when run again alone: test_x.py::test_handler" in outcome.note
-    assert len(outcome.runs) == 2
-    # the rerun ran only that test, and said why
-    assert (
-        "running them again alone (1 of 2): test_x.py::test_handler" in outcome.output
-    )
+SLOW_AND_WRONG = """
+    def test_handler():
+        assert False, "wrong answer"
+"""
+
+HANDLER = "test_x.py::test_handler"
+
+
+@pytest.mark.parametrize(
+    ("tests", "slow", "returncode", "reran", "note", "runs"),
+    [
+        pytest.param(
+            TWO_TESTS,
+            1,
+            0,
+            [HANDLER],
+            f"passed when run again alone: {HANDLER}",
+            2,
+            id="check-failed-once-reruns-alone-and-passes",
+        ),
+        pytest.param(
+            TWO_TESTS,
+            5,
+            1,
+            [HANDLER],
+            "did not pass when run again alone",
+            3,
+            id="check-failed-every-time-fails-after-two-reruns",
+        ),
+        pytest.param(
+            BROKEN_AND_SLOW,
+            1,
+            1,
+            [],
+            "",
+            1,
+            id="any-other-failure-fails-without-a-rerun",
+        ),
+        pytest.param(
+            SLOW_AND_WRONG,
+            1,
+            1,
+            [],
+            "",
+            1,
+            id="failing-its-call-and-the-check-is-not-a-timing-failure",
+        ),
+    ],
+)
+def test_what_a_run_does_with_a_timing_failure(
+    tmp_path, tests, slow, returncode, reran, note, runs
+):
+    outcome = _run(_project(tmp_path, tests, slow={"test_handler": slow}))
+
+    assert (outcome.returncode, outcome.reran) == (returncode, reran)
+    assert (note in outcome.note) if note else (outcome.note == "")
+    assert len(outcome.runs) == runs
+
+
+def test_a_rerun_runs_only_the_timing_failures_and_says_why(tmp_path):
+    outcome = _run(_project(tmp_path, TWO_TESTS, slow={"test_handler": 1}))
+
+    assert f"running them again alone (1 of 2): {HANDLER}" in outcome.output
     assert "1 passed" in outcome.runs[1]
     assert "test_fine" not in outcome.runs[1]
-
-
-def test_a_test_that_fails_the_check_every_time_fails_the_run(tmp_path):
-    tree = _project(tmp_path, TWO_TESTS, slow={"test_handler": 5})
-
-    outcome = _run(tree)
-
-    assert outcome.returncode == 1
-    assert outcome.reran == ["test_x.py::test_handler"]
-    assert "did not pass when run again alone" in outcome.note
-    assert len(outcome.runs) == 3  # the run and two reruns
-
-
-def test_any_other_failure_fails_the_run_without_a_rerun(tmp_path):
-    tree = _project(
-        tmp_path,
-        """
-        def test_broken():
-            assert 1 == 2
-
-        def test_handler():
-            pass
-        """,
-        slow={"test_handler": 1},
-    )
-
-    outcome = _run(tree)
-
-    assert outcome.returncode == 1
-    assert outcome.reran == []
-    assert outcome.note == ""
-    assert len(outcome.runs) == 1
-
-
-def test_a_test_failing_its_call_and_the_check_is_not_a_timing_failure(tmp_path):
-    tree = _project(
-        tmp_path,
-        """
-        def test_handler():
-            assert False, "wrong answer"
-        """,
-        slow={"test_handler": 1},
-    )
-
-    outcome = _run(tree)
-
-    assert (outcome.returncode, outcome.reran) == (1, [])
 
 
 def test_a_passing_run_and_an_empty_one_keep_pytests_exit_code(tmp_path):
@@ -310,15 +322,7 @@ FLAKY_ONCE = """
 def _run_with_sensitive(tree, listed):
     sensitive = tree / "timing-sensitive"
     sensitive.write_text("# a reason\n" + "".join(f"{t}\n" for t in listed))
-    pytest_cmd = [sys.executable, "-m", "pytest", "-c", os.devnull, "-q"]
-    return timing_reruns.run(
-        [*pytest_cmd, "--rootdir", str(tree), "-p", "no:cacheprovider"],
-        ["test_x.py"],
-        cwd=tree,
-        capture=True,
-        timeout=120,
-        timing_sensitive=sensitive,
-    )
+    return _run(tree, timing_sensitive=sensitive)
 
 
 def test_a_listed_timing_sensitive_test_runs_again_alone_whatever_failed_it(tmp_path):

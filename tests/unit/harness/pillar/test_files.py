@@ -59,6 +59,14 @@ def test_reference_merge_order() -> None:
     assert merged_pillar(fleet, "stranger") == {"who": "global", "global_only": True}
 
 
+def _assert_refused(tree: Path, *messages: str) -> None:
+    """read_tree refuses the tree and its one error names every problem."""
+    with pytest.raises(PillarTreeError) as err:
+        read_tree(tree)
+    for message in messages:
+        assert message in str(err.value)
+
+
 def test_bad_files_are_all_named(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     write_tree(_fleet(), tree)
@@ -67,14 +75,14 @@ def test_bad_files_are_all_named(tmp_path: Path) -> None:
     (tree / "minion" / "ghost").mkdir()
     (tree / "minion" / "ghost" / "x.sls").write_text("a: 1\n")
     (tree / "org" / "notes.txt").write_text("hello\n")
-    with pytest.raises(PillarTreeError) as err:
-        read_tree(tree)
-    text = str(err.value)
-    assert "global/broken.sls: cannot be read" in text
-    assert "global/listy.sls: must hold a mapping, holds a list" in text
-    assert "minion/ghost/x.sls: no minion 'ghost'" in text
-    assert "org/notes.txt: not a pillar file" in text
-    assert "nothing was written" in text
+    _assert_refused(
+        tree,
+        "global/broken.sls: cannot be read",
+        "global/listy.sls: must hold a mapping, holds a list",
+        "minion/ghost/x.sls: no minion 'ghost'",
+        "org/notes.txt: not a pillar file",
+        "nothing was written",
+    )
 
 
 def test_membership_errors(tmp_path: Path) -> None:
@@ -85,12 +93,12 @@ def test_membership_errors(tmp_path: Path) -> None:
         "groups: [{org: acme, name: web}, {org: nowhere, name: db}]\n"
         "minions:\n  m1: {org: acme, groups: [db]}\n  m2: {org: other}\n"
     )
-    with pytest.raises(PillarTreeError) as err:
-        read_tree(tree)
-    text = str(err.value)
-    assert "needs a name and a known org" in text
-    assert "minion m1 is in unknown group(s) acme/db" in text
-    assert "minion m2 has unknown org 'other'" in text
+    _assert_refused(
+        tree,
+        "needs a name and a known org",
+        "minion m1 is in unknown group(s) acme/db",
+        "minion m2 has unknown org 'other'",
+    )
 
 
 def test_missing_fleet_file(tmp_path: Path) -> None:
@@ -112,6 +120,4 @@ def test_unreadable_files_name_line_and_column(
     tree = tmp_path / "tree"
     write_tree(_fleet(), tree)
     (tree / "global" / name).write_text(text)
-    with pytest.raises(PillarTreeError) as err:
-        read_tree(tree)
-    assert f"global/{name}: cannot be read: {where}: " in str(err.value)
+    _assert_refused(tree, f"global/{name}: cannot be read: {where}: ")

@@ -84,17 +84,24 @@ def test_issue_md_of_a_fix_follows_the_bug_report_template(series):
     data = _map()
     data["pr"][1].update(type="fixed", references=[58775])
     b = parse(data, series, draft=True).prs[1]
-    text = render_issue(b, "3008.3")
-    assert text is not None
-    assert text.splitlines()[0] == "# [BUG] Connections are not reused"
-    for section in (
-        "**Description**\nEvery compile connects.\n",
-        "**Steps to Reproduce the behavior**\nCompile twice; see two connections.\n",
-        "**Expected behavior**\nKeep them.\n",
-        "**Versions Report**\nSalt 3008.3 (the release's sdist, unpatched).\n",
-        'A pull request is ready: "Reuse connections". Related: #58775.',
-    ):
-        assert section in text
+    assert render_issue(b, "3008.3") == (
+        "# [BUG] Connections are not reused\n"
+        "\n"
+        "**Description**\n"
+        "Every compile connects.\n"
+        "\n"
+        "**Steps to Reproduce the behavior**\n"
+        "Compile twice; see two connections.\n"
+        "\n"
+        "**Expected behavior**\n"
+        "Keep them.\n"
+        "\n"
+        "**Versions Report**\n"
+        "Salt 3008.3 (the release's sdist, unpatched).\n"
+        "\n"
+        "**Additional context**\n"
+        'A pull request is ready: "Reuse connections". Related: #58775.\n'
+    )
 
 
 def test_no_issue_md_once_the_issue_has_a_number(series):
