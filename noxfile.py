@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parent
 SALT_SRC = ROOT / "salt" / "src"
 # the package-states Salt extension, found by the master through its entry point
 SALTEXT = ROOT / "saltext-pkgstate"
+# the query runner for stock 3008 masters, built from the query runner's patch
+SALTEXT_QUERY = ROOT / "saltext-query"
 # Running upstream's tests: their own conftest, not this project's pytest config.
 SALT_PYTEST = ["-c", os.devnull, "--rootdir", str(SALT_SRC), "-p", "no:cacheprovider"]
 # pytest keeps only failed tests' tmp_path, and nothing of a run that passed
@@ -82,13 +84,15 @@ def _vendor_args(session: nox.Session) -> list[str]:
 
 
 def _install(session: nox.Session, *extras: str) -> None:
-    """Install the project, its Salt extension (saltext-pkgstate) and the
-    patched Salt wheel (rebuilt per salt/src commit).
+    """Install the project, its Salt extensions (saltext-pkgstate,
+    saltext-query) and the patched Salt wheel (rebuilt per salt/src commit).
 
     pip runs only when something it installs changed: the wheel (a new
     salt/src commit), the extras asked for, or a pyproject.toml. The project
-    and the extension are installed editable, so a change to their code needs
-    no reinstall, and
+    and saltext-pkgstate are installed editable, so a change to their code
+    needs no reinstall; saltext-query generates modules from its patch when
+    it is built, so it is installed as built, again when its sources or the
+    wheel change; and
     ``nox -s harness -- status`` answers in about a second.
     """
     _vendor(session)
@@ -117,6 +121,7 @@ def _install(session: nox.Session, *extras: str) -> None:
             ",".join(sorted(extras)),
             _digest(ROOT / "pyproject.toml"),
             _digest(SALTEXT / "pyproject.toml"),
+            *(_digest(path) for path in _sources(SALTEXT_QUERY)),
         ]
     )
     marker = Path(session.virtualenv.location) / "saltfleet-installed"
@@ -128,7 +133,7 @@ def _install(session: nox.Session, *extras: str) -> None:
     # minute, so harness.progress says every 10 s of silence that pip is still
     # at work (standard library only: it runs from the checkout, before the
     # project is installed).
-    what = "installing the project, saltext-pkgstate and the patched Salt"
+    what = "installing the project, its Salt extensions and the patched Salt"
     session.log(what)
     _run(
         session,
@@ -148,6 +153,7 @@ def _install(session: nox.Session, *extras: str) -> None:
         spec,
         "-e",
         str(SALTEXT),
+        str(SALTEXT_QUERY),
         install=True,
     )
     # Same version number as the index's salt: force the patched build in.
@@ -164,6 +170,15 @@ def _install(session: nox.Session, *extras: str) -> None:
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _sources(package: Path) -> list[Path]:
+    """What a package is built from: its metadata, setup.py and src/."""
+    return [
+        package / "pyproject.toml",
+        package / "setup.py",
+        *sorted((package / "src").rglob("*.py")),
+    ]
 
 
 @nox.session(python=False)
@@ -273,6 +288,7 @@ def tests(session: nox.Session) -> None:
             *session.posargs,
             "tests",
             "saltext-pkgstate/tests",
+            "saltext-query/tests",
             success_codes=no_tests_ok,
         )
     # The PostgreSQL install copied into /tmp for the tests' unprivileged
@@ -343,12 +359,14 @@ def lint(session: nox.Session) -> None:
         "tests",
         "noxfile.py",
         "saltext-pkgstate",
+        "saltext-query",
     ]
     session.run("ruff", "check", *code)
     session.run("ruff", "format", "--check", *code)
     session.run("mypy")
-    with session.chdir(SALTEXT):  # its own strictness settings
-        session.run("mypy")
+    for extension in (SALTEXT, SALTEXT_QUERY):
+        with session.chdir(extension):  # its own strictness settings
+            session.run("mypy")
     touched = session.run(
         "python",
         "-c",
