@@ -34,6 +34,12 @@ def _opts(tmp_path: Path, external_auth: dict[str, Any]) -> dict[str, Any]:
         ({"pam": {"web-operator": WEB}}, "web-operator", WEB),
         # the same grants in two backends: either way the same
         ({"pam": {"ann": WEB}, "ldap": {"ann": WEB}}, "ann", WEB),
+        # only a backend that allows the runner can have let the call through
+        (
+            {"sharedsecret": {"ann": WEB}, "file": {"*": ["test.ping"]}},
+            "ann",
+            WEB,
+        ),
         # the catch-all is for eauth accounts, as Salt's fill_auth_list has it
         ({"pam": {"*": WEB}}, "someone", WEB),
         ({"pam": {"*": WEB}}, "root", None),
@@ -61,6 +67,7 @@ def test_grants_by_name(
             "different grants in the external_auth backends ldap, pam",
         ),
         ({"pam": {"ops%": EVERYWHERE}}, "ann", "grants through a group"),
+        ({"pam": {"ann": [{"*": ["test.ping"]}]}}, "ann", "allow query.query"),
         ({"rest": {}}, "ann", "no grants in external_auth"),
         ({}, "publisher", "run salt-run as 'salt'"),
         ({}, None, "cannot tell who called it"),

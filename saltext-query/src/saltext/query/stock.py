@@ -10,8 +10,10 @@ way the master did, from ``external_auth``, and refuses what it cannot tell:
   those entries grant, and sees only the minions, keys and jobs they allow;
   entries for groups (``name%``) do not count: the runner cannot ask the
   backend which groups the caller is in;
-- the same name with different grants in two backends is refused: the
-  master does not say which backend authenticated the call;
+- only backends whose grants allow ``query.query`` count (the master let
+  the call through with one of them); the same name with different such
+  grants in two backends is refused: the master does not say which backend
+  authenticated the call;
 - a name without entries is the master's own only if it is the master's
   user, ``root``, a ``sudo_`` user (``salt-run`` under sudo), the reactor
   or ``UNKNOWN`` (Salt's Python API, which needs the master's configuration
@@ -36,6 +38,10 @@ import saltext.query.lib.acl
 #: besides the master's user: ``root``, the reactor, and the name Salt's
 #: Python API (``RunnerClient``) runs under
 OWN_USERS = frozenset({"root", "Reactor", "UNKNOWN"})
+
+
+#: the runner function whose callers this module places
+RUNNER_FUNCTION = "query.query"
 
 
 def master_passes_acl() -> bool:
@@ -96,7 +102,9 @@ def acl_of(opts: dict[str, Any], user: str | None) -> list[Any] | None:
     found: dict[str, list[Any]] = {}
     for backend, entries in _backends(opts):
         granted = ckminions.fill_auth_list(entries, user, [])
-        if granted:
+        # only a backend whose grants allow this runner can have let the
+        # call through
+        if granted and ckminions.runner_check(granted, RUNNER_FUNCTION, {}) is True:
             found[backend] = granted
     grants = {repr(granted) for granted in found.values()}
     if len(grants) == 1:
@@ -109,8 +117,9 @@ def acl_of(opts: dict[str, Any], user: str | None) -> list[Any] | None:
             "of grants, or use a master with the query runner built in"
         )
     raise SaltInvocationError(
-        f"user {user!r} has no grants in external_auth that the query runner "
-        "can read (grants through a group do not reach a runner), and is not "
+        f"user {user!r} has no grants in external_auth that allow "
+        f"{RUNNER_FUNCTION} and that the query runner can read (grants through "
+        "a group do not reach a runner), and is not "
         "the master's own user; it shows nothing to a caller whose rights it "
         "cannot tell: give the user an external_auth entry by name, or run "
         f"salt-run as {opts.get('user') or 'root'!r}"
