@@ -183,3 +183,32 @@ def test_highstate_counts_only_package_states() -> None:
     )
     assert (round_.minions_changed, round_.minions_failed) == (1, 2)
     assert round_.first_failure == "evil-0001: no"
+
+
+def _capped(name: str, seconds: list[float], returns: list[int]) -> VariantRounds:
+    rounds = [
+        HighstateRound(s, n, visible=n, save_s=0.5)
+        for s, n in zip(seconds, returns, strict=True)
+    ]
+    return VariantRounds(name, name, rounds)
+
+
+def test_a_capped_median_makes_the_ratio_a_bound_and_no_verdict() -> None:
+    opts = _parse(["--minions", "4"])
+    # off: two of three rounds ended at the time-out with a minion missing
+    off = _capped("off", [910, 910, 905], [3, 3, 4])
+    lines = highstate_goal_lines([off, _capped("on", [560, 530, 570], [4] * 3)], opts)
+    assert lines[0].endswith(
+        "<= 0.62 x (560.0 s vs 910.0 s): not judged: off's median is the 900 s "
+        "cap (a minion had not returned), so the ratio is only a bound"
+    )
+    # a bound that already proves the goal is a verdict
+    fast = highstate_goal_lines([off, _capped("on", [300, 310, 290], [4] * 3)], opts)
+    assert fast[0].endswith("<= 0.33 x (300.0 s vs 910.0 s): met")
+    # one capped round of three leaves the median exact
+    exact = highstate_goal_lines(
+        [_capped("off", [900, 800, 850], [3, 4, 4]), _capped("on", [425], [4])], opts
+    )
+    assert exact[0].endswith("0.50 x (425.0 s vs 850.0 s): NOT met (by 1.2x)")
+    both = highstate_goal_lines([off, _capped("on", [910], [2])], opts)
+    assert both[0].endswith("not judged: both hit the 900 s cap")
