@@ -10,11 +10,15 @@ plain ``salt-run`` (the master's own user when run with sudo), and
 only code with the master's configuration and keys can use.
 
 The caller's grants are compiled from ``external_auth`` as Salt's
-``LoadAuth.get_auth_list`` does for a name, over every eauth backend (the
-runner is not told which one authenticated the caller): a name with no
-grant may act on no minion. A caller that is the master's own user (or
-``root``) and is named in no ``external_auth`` backend is the local
-operator and unrestricted, as for Salt's own commands.
+``LoadAuth.get_auth_list`` does for a name. The runner is not told which
+eauth backend authenticated the caller, so it counts only the backends
+whose grants for the name allow the runner function called (no other could
+have let the call through) and refuses a name that such backends give
+different grants: a union would give a caller authenticated by one backend
+the other's minions. A name with no such grant may act on no minion. A
+caller that is the master's own user (or ``root``) and is named in no
+``external_auth`` backend is the local operator and unrestricted, as for
+Salt's own commands.
 
 A grant for a minion is checked with Salt's ``CkMinions.auth_check`` for
 the function the action amounts to: ``pkg.list_pkgs`` to read what a minion
@@ -58,12 +62,12 @@ class Caller:
         return self.grants is not None
 
 
-def _backends(opts: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [
-        dict(backend)
-        for backend in (opts.get("external_auth") or {}).values()
+def _backends(opts: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        str(name): dict(backend)
+        for name, backend in (opts.get("external_auth") or {}).items()
         if isinstance(backend, Mapping)
-    ]
+    }
 
 
 def named(opts: Mapping[str, Any], name: str) -> bool:
@@ -73,29 +77,47 @@ def named(opts: Mapping[str, Any], name: str) -> bool:
         key != "*"
         and not str(key).endswith("%")
         and salt.utils.stringutils.expr_match(str(key), name)
-        for backend in _backends(opts)
+        for backend in _backends(opts).values()
         for key in backend
     )
 
 
-def grants_for(opts: Mapping[str, Any], name: str) -> list[Any]:
-    """The grants ``external_auth`` gives ``name`` over every backend (Salt's
-    ``fill_auth_list`` per backend, without groups: the runner cannot ask
-    the backend for them)."""
+def grants_for(opts: Mapping[str, Any], name: str, function: str) -> list[Any]:
+    """The grants ``external_auth`` gives ``name`` in the backends whose
+    grants allow the runner ``function`` (Salt's ``fill_auth_list`` per
+    backend, without groups: the runner cannot ask the backend for them);
+    none when no backend does.
+
+    :raises AccessDenied: when two such backends give ``name`` different
+        grants.
+    """
     ckminions = salt.utils.minions.CkMinions(dict(opts))
-    grants: list[Any] = []
-    for backend in _backends(opts):
-        grants.extend(ckminions.fill_auth_list(backend, name, []))
-    return grants
+    found: dict[str, list[Any]] = {}
+    for backend, entries in _backends(opts).items():
+        granted = ckminions.fill_auth_list(entries, name, [])
+        if granted and ckminions.runner_check(granted, function, {}) is True:
+            found[backend] = granted
+    if len({repr(granted) for granted in found.values()}) > 1:
+        raise AccessDenied(
+            f"user {name!r} has different grants in the external_auth backends "
+            f"{', '.join(found)} and the runner is not told which one "
+            "authenticated the call; give the user one set of grants; nothing "
+            "was done"
+        )
+    return next(iter(found.values()), [])
 
 
-def caller(opts: Mapping[str, Any], user: str | None) -> Caller:
-    """Who called (``__user__``) and what it may do."""
+def caller(opts: Mapping[str, Any], user: str | None, function: str) -> Caller:
+    """Who called (``__user__``) the runner ``function`` (``pkgstate.set``)
+    and what it may do.
+
+    :raises AccessDenied: see :func:`grants_for`.
+    """
     name = user or UNKNOWN_USER
     local = name in {UNKNOWN_USER, "root", opts.get("user") or "root"}
     if local and not named(opts, name):
         return Caller(name, None)
-    return Caller(name, tuple(grants_for(opts, name)))
+    return Caller(name, tuple(grants_for(opts, name, function)))
 
 
 def refused(

@@ -53,6 +53,7 @@ The tables are created by ``salt-run pkgstate.migrate`` (or the
 """
 
 import collections
+import contextvars
 import logging
 from typing import Any
 
@@ -86,6 +87,9 @@ CANDIDATES_FUNCTION = "pkg.list_repo_pkgs"
 #: the policies whose status depends on the repositories' candidates
 CANDIDATE_POLICIES = frozenset({"installed", "latest"})
 DEFAULT_TIMEOUT = 60
+#: the runner function being called (``pkgstate.set``), whose grants count
+#: for the caller; :func:`_call` sets it for the call
+_FUNCTION: contextvars.ContextVar[str] = contextvars.ContextVar("pkgstate_function")
 
 
 def __virtual__():
@@ -98,9 +102,18 @@ def _error(message):
     return {"error": message, "retcode": 1}
 
 
-def _call(action, kwargs):
-    """Run ``action(store)`` on a store that records the caller as author;
-    every bad input or database problem becomes an error return."""
+def _call(function, action, kwargs):
+    """Run ``action(store)`` for the runner ``function`` (its name without
+    the module) on a store that records the caller as author; every bad
+    input or database problem becomes an error return."""
+    token = _FUNCTION.set(f"{__virtualname__}.{function}")
+    try:
+        return _store_call(action, kwargs)
+    finally:
+        _FUNCTION.reset(token)
+
+
+def _store_call(action, kwargs):
     # Salt injects the caller (the eauth user through salt-api) as __user__
     author = globals().get("__user__") or kwargs.get("__pub_user") or None
     if author == "UNKNOWN":
@@ -112,9 +125,12 @@ def _call(action, kwargs):
         return _error(str(exc))
 
 
-def _caller():
-    """The caller Salt named (``__user__``) and its grants."""
-    return access.caller(__opts__, globals().get("__user__"))
+def _caller(function=None):
+    """The caller Salt named (``__user__``) and its grants for the runner
+    ``function`` (default: the one :func:`_call` runs)."""
+    return access.caller(
+        __opts__, globals().get("__user__"), function or _FUNCTION.get()
+    )
 
 
 def _may(functions, minions, what):
@@ -288,7 +304,7 @@ def set_(name, *entries, packages=None, comment=None, **kwargs):
         rev = store.save_revision(name, checked, comment=comment, create=True)
         return _revision(rev)
 
-    return _call(action, kwargs)
+    return _call("set", action, kwargs)
 
 
 def update(name, *entries, packages=None, unmanage=None, comment=None, **kwargs):
@@ -314,7 +330,7 @@ def update(name, *entries, packages=None, unmanage=None, comment=None, **kwargs)
         rev = store.update_packages(name, checked, unmanage=dropped, comment=comment)
         return _revision(rev)
 
-    return _call(action, kwargs)
+    return _call("update", action, kwargs)
 
 
 def _resolved_for(store, minion, revision):
@@ -358,7 +374,7 @@ def show(name=None, revision=None, minion=None, **kwargs):
             out["assignments"] = [_assignment(a) for a in store.assignments(name)]
         return out
 
-    return _call(action, kwargs)
+    return _call("show", action, kwargs)
 
 
 def history(name, **kwargs):
@@ -376,7 +392,7 @@ def history(name, **kwargs):
         _refuse_options(kwargs)
         return [_revision(rev) for rev in store.history(name)]
 
-    return _call(action, kwargs)
+    return _call("history", action, kwargs)
 
 
 def diff(name, old=None, new=None, **kwargs):
@@ -406,7 +422,7 @@ def diff(name, old=None, new=None, **kwargs):
             a = current - 1
         return store.diff(name, a, b).as_dict()
 
-    return _call(action, kwargs)
+    return _call("diff", action, kwargs)
 
 
 def rollback(name, revision, comment=None, **kwargs):
@@ -426,7 +442,7 @@ def rollback(name, revision, comment=None, **kwargs):
         _may_change_state(name, "roll back the package state for")
         return _revision(store.rollback(name, number, comment=comment))
 
-    return _call(action, kwargs)
+    return _call("rollback", action, kwargs)
 
 
 def assign(name, org=None, group=None, grain=None, minions=None, **kwargs):
@@ -453,7 +469,7 @@ def assign(name, org=None, group=None, grain=None, minions=None, **kwargs):
         )
         return {"assigned": [_assignment(a) for a in made]}
 
-    return _call(action, kwargs)
+    return _call("assign", action, kwargs)
 
 
 def _may_assign(name, org, group, grain, minions, verb):
@@ -489,7 +505,7 @@ def unassign(name, org=None, group=None, grain=None, minions=None, **kwargs):
         )
         return {"unassigned": count}
 
-    return _call(action, kwargs)
+    return _call("unassign", action, kwargs)
 
 
 def export(name=None, revision=None, minion=None, **kwargs):
@@ -516,7 +532,7 @@ def export(name=None, revision=None, minion=None, **kwargs):
         rev = store.show(name, _number(revision, "revision"))
         return render.export_revision(rev.state, rev.revision, rev.entries)
 
-    return _call(action, kwargs)
+    return _call("export", action, kwargs)
 
 
 def _cmd(tgt, tgt_type, fun, args, timeout):
@@ -610,7 +626,7 @@ def import_(minion, name=None, exact=False, timeout=DEFAULT_TIMEOUT, **kwargs):
         out["packages"] = len(rev.entries)
         return out
 
-    return _call(action, kwargs)
+    return _call("import", action, kwargs)
 
 
 def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
@@ -649,7 +665,7 @@ def refresh(tgt="*", tgt_type="glob", timeout=DEFAULT_TIMEOUT, **kwargs):
             out["retcode"] = 1
         return out
 
-    return _call(action, kwargs)
+    return _call("refresh", action, kwargs)
 
 
 def _targeted(tgt, tgt_type):
@@ -688,7 +704,7 @@ def inventory(minion, **kwargs):
             out["available"] = stored.available
         return out
 
-    return _call(action, kwargs)
+    return _call("inventory", action, kwargs)
 
 
 def _accepted_minions():
@@ -732,7 +748,7 @@ def status(minion=None, **kwargs):
                 total.update(counts)
         return {"minions": minions, "total": dict(sorted(total.items()))}
 
-    return _call(action, kwargs)
+    return _call("status", action, kwargs)
 
 
 def migrate(**kwargs):
@@ -750,7 +766,7 @@ def migrate(**kwargs):
     """
     try:
         _refuse_options(kwargs)
-        if _caller().restricted:
+        if _caller(f"{__virtualname__}.migrate").restricted:
             raise SaltInvocationError(
                 "pkgstate.migrate changes the database schema: only the master's "
                 "own user may run it"
