@@ -54,6 +54,26 @@ _OUTPUTTERS: Final = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class PillarRequest:
+    """What a ``_pillar`` request asks for besides the minion's id and grains;
+    ``None`` takes the minion's own setting."""
+
+    pillarenv: str | None = None
+    saltenv: str | None = None
+    pillar_override: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_kwargs(cls, kwargs: Mapping[str, Any]) -> PillarRequest:
+        """The request a published ``pillar.items`` or state run names in its
+        keyword arguments (``pillar=`` is the override)."""
+        return cls(kwargs.get("pillarenv"), kwargs.get("saltenv"), kwargs.get("pillar"))
+
+
+#: the minion's own pillarenv and saltenv, no override
+OWN_PILLAR: Final = PillarRequest()
+
+
 class MinionServices(Protocol):
     """What a simulated function may use of the minion running it."""
 
@@ -77,13 +97,7 @@ class MinionServices(Protocol):
     def pillar(self) -> Mapping[str, Any] | None:
         """The last pillar fetched from the master, if any."""
 
-    async def fetch_pillar(
-        self,
-        *,
-        pillarenv: str | None = None,
-        saltenv: str | None = None,
-        pillar_override: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    async def fetch_pillar(self, request: PillarRequest = OWN_PILLAR) -> dict[str, Any]:
         """Send a ``_pillar`` request to the master and return the compiled pillar."""
 
 
@@ -199,11 +213,7 @@ class SimulatedFunctions:
     async def pillar_items(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """pillar.items: the pillar the master compiles now."""
         # Like the real pillar.items: always a fresh compilation by the master.
-        pillar = await self.minion.fetch_pillar(
-            pillarenv=kwargs.get("pillarenv"),
-            saltenv=kwargs.get("saltenv"),
-            pillar_override=kwargs.get("pillar"),
-        )
+        pillar = await self.minion.fetch_pillar(PillarRequest.from_kwargs(kwargs))
         if args:
             return _pillar_output(
                 {str(a): pillar.get(str(a)) for a in args}, kwargs.get("unmask")
@@ -226,9 +236,7 @@ class SimulatedFunctions:
         # minion compiled at start; fetch once if there is none yet.
         pillar = self.minion.pillar
         if pillar is None or pillarenv or saltenv:
-            pillar = await self.minion.fetch_pillar(
-                pillarenv=pillarenv, saltenv=saltenv
-            )
+            pillar = await self.minion.fetch_pillar(PillarRequest(pillarenv, saltenv))
         return _pillar_output(_traverse(pillar, str(key), default, delimiter), unmask)
 
     async def pillar_item(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -329,11 +337,7 @@ class SimulatedFunctions:
         ``--no-state-pillar`` spares the master those compiles."""
         if not self.runtime.state_pillar:
             return self.minion.pillar or {}
-        return await self.minion.fetch_pillar(
-            pillarenv=kwargs.get("pillarenv"),
-            saltenv=kwargs.get("saltenv"),
-            pillar_override=kwargs.get("pillar"),
-        )
+        return await self.minion.fetch_pillar(PillarRequest.from_kwargs(kwargs))
 
     async def _synthetic_run(
         self,

@@ -29,7 +29,13 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from evil_minions.functions import JobOutcome, Runtime, execute
+from evil_minions.functions import (
+    OWN_PILLAR,
+    JobOutcome,
+    PillarRequest,
+    Runtime,
+    execute,
+)
 from evil_minions.grains import os_profile_for, synthetic_grains
 from evil_minions.jobs import JobTracker
 from evil_minions.keys import load_private_key
@@ -138,13 +144,7 @@ class SimulatedMinion:
         """The pillar the master compiled for this minion last, if fetched."""
         return self._pillar
 
-    async def fetch_pillar(
-        self,
-        *,
-        pillarenv: str | None = None,
-        saltenv: str | None = None,
-        pillar_override: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    async def fetch_pillar(self, request: PillarRequest = OWN_PILLAR) -> dict[str, Any]:
         """
         Ask the master to compile this minion's pillar (a real ``_pillar`` request).
 
@@ -154,9 +154,9 @@ class SimulatedMinion:
         load = {
             "id": self.minion_id,
             "grains": self.grains,
-            "saltenv": saltenv or self.opts.get("saltenv"),
-            "pillarenv": pillarenv or self.opts.get("pillarenv"),
-            "pillar_override": dict(pillar_override or {}),
+            "saltenv": request.saltenv or self.opts.get("saltenv"),
+            "pillarenv": request.pillarenv or self.opts.get("pillarenv"),
+            "pillar_override": dict(request.pillar_override or {}),
             "extra_minion_data": {},
             "ver": "2",
             "cmd": "_pillar",

@@ -3,12 +3,13 @@ a request channel that records what would go over the wire, a LocalClient."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping
 from typing import Any
 
 from evil_minions.config import LatencySpec, TimingModel
-from evil_minions.functions import Runtime
+from evil_minions.functions import OWN_PILLAR, PillarRequest, Runtime
 from evil_minions.grains import os_profile_for, synthetic_grains
 from evil_minions.jobs import JobTracker
 from evil_minions.packages import PackageSet
@@ -30,16 +31,8 @@ class FakeMinion:
         self.pillar: Mapping[str, Any] | None = None
         self.pillar_fetches: list[dict[str, Any]] = []
 
-    async def fetch_pillar(
-        self, *, pillarenv=None, saltenv=None, pillar_override=None
-    ) -> dict[str, Any]:
-        self.pillar_fetches.append(
-            {
-                "pillarenv": pillarenv,
-                "saltenv": saltenv,
-                "pillar_override": pillar_override,
-            }
-        )
+    async def fetch_pillar(self, request: PillarRequest = OWN_PILLAR) -> dict[str, Any]:
+        self.pillar_fetches.append(dataclasses.asdict(request))
         self.pillar = dict(self.master_pillar)
         return dict(self.master_pillar)
 

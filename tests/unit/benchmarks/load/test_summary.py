@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.load import summary
 from benchmarks.load.run import (
     REMOTE_WORKERS_CONNECT_S,
     LocustCommand,
@@ -12,14 +13,6 @@ from benchmarks.load.run import (
     worker_command,
 )
 from benchmarks.load.shape import LoadProfile
-from benchmarks.load.summary import (
-    ApiCost,
-    ReportContext,
-    ResourceSample,
-    VariantRun,
-    read_locust,
-    render,
-)
 
 STATS_HEADER = (
     "Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,"
@@ -59,23 +52,23 @@ def _write_locust_csvs(prefix: Path) -> None:
     )
 
 
-def _run(tmp_path: Path, name: str = "on") -> VariantRun:
+def _run(tmp_path: Path, name: str = "on") -> summary.VariantRun:
     _write_locust_csvs(tmp_path / "locust")
-    return VariantRun(
+    return summary.VariantRun(
         name=name,
         limiter=name,
-        locust=read_locust(tmp_path / "locust"),
+        locust=summary.read_locust(tmp_path / "locust"),
         samples=[
-            ResourceSample(1.0, 40.0, 900.0, 20.0, 140.0, 50.0),
-            ResourceSample(2.0, 80.0, 950.0, 30.0, 150.0, 150.0),
+            summary.ResourceSample(1.0, 40.0, 900.0, 20.0, 140.0, 50.0),
+            summary.ResourceSample(2.0, 80.0, 950.0, 30.0, 150.0, 150.0),
         ],
-        cost=ApiCost(submissions=100, api_s=15.0, local_s=2.5),
+        cost=summary.ApiCost(submissions=100, api_s=15.0, local_s=2.5),
         html_report="/tmp/x/on/locust.html",
     )
 
 
 def test_read_locust_sums_failures_by_kind(tmp_path):
-    result = read_locust(_write_and(tmp_path))
+    result = summary.read_locust(_write_and(tmp_path))
     assert [e.name for e in result.endpoints] == [
         "local test.ping [presence]",
         "local_async test.version [all]",
@@ -98,7 +91,7 @@ def _write_and(tmp_path: Path) -> Path:
 
 
 def test_read_locust_of_a_run_that_wrote_nothing(tmp_path):
-    result = read_locust(tmp_path / "never")
+    result = summary.read_locust(tmp_path / "never")
     assert result.endpoints == [] and result.total is None and result.failures == {}
 
 
@@ -106,14 +99,14 @@ def test_render_names_the_command_and_every_section(tmp_path):
     off_dir, on_dir = tmp_path / "off", tmp_path / "on"
     off_dir.mkdir(), on_dir.mkdir()
     runs = [_run(off_dir, "off"), _run(on_dir, "on")]
-    context = ReportContext(
+    context = summary.ReportContext(
         title="Load",
         command="nox -s load -- --minions 5 --name load-5",
         environment="Measured somewhere.",
         setup=["5 simulated minions"],
         plot="load-5-timeline.png",
     )
-    text = render(context, runs)
+    text = summary.render(context, runs)
     assert "Regenerate: `nox -s load -- --minions 5 --name load-5`" in text
     assert (
         "| `local test.ping [presence]` | off | 100 | 3.30 | 180 | 450 | 800 | 7 |"
@@ -134,8 +127,8 @@ def test_render_without_failures_or_cost(tmp_path):
     run.locust.failures.clear()
     run.locust.failures_by_endpoint.clear()
     run.cost = None
-    context = ReportContext("Load", "nox -s load", "env", [])
-    text = render(context, [run])
+    context = summary.ReportContext("Load", "nox -s load", "env", [])
+    text = summary.render(context, [run])
     assert "No request failed." in text
     assert "Not measured in this run." in text
 
@@ -208,11 +201,13 @@ def test_where_the_locust_master_listens():
     )
 
 
-def _goal_run(name: str, p99: float, failures: dict[str, int]) -> VariantRun:
+def _goal_run(name: str, p99: float, failures: dict[str, int]) -> summary.VariantRun:
     from benchmarks.load.summary import PRESENCE, EndpointStats, LocustResult
 
     presence = EndpointStats("POST", PRESENCE, 10, 0, 1.0, p99 / 2, p99, p99, 0.0)
-    return VariantRun(name, name, LocustResult([presence], None, failures, {}, []))
+    return summary.VariantRun(
+        name, name, LocustResult([presence], None, failures, {}, [])
+    )
 
 
 def test_goals_compare_limiter_on_with_off() -> None:
