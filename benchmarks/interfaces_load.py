@@ -25,7 +25,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import report
 from benchmarks.interfaces_load_worker import WorkerConfig
@@ -36,8 +36,10 @@ from benchmarks.salt_trees import (
     rotated,
     run_in_tree,
 )
-from harness.errors import HarnessError
 from harness.salttree import Layout, read_upstream
+
+if TYPE_CHECKING:
+    from benchmarks.plain_options import InterfacesOptions
 
 NAME = "interfaces-load"
 # CPU time of a full load, at most this much more than pristine 3008.3
@@ -79,20 +81,6 @@ class Measured:
 def percent_change(new: float, old: float) -> float:
     """How much more ``new`` is than ``old``, in percent (negative if less)."""
     return (new / old - 1) * 100
-
-
-def reproduce(runs: int, loads: int, warmup: int, single_loads: int) -> str:
-    """The command that regenerates the report with these settings."""
-    args = ["nox -s bench -- interfaces"]
-    for flag, value, default in (
-        ("--runs", runs, 3),
-        ("--loads", loads, 10),
-        ("--warmup", warmup, 2),
-        ("--single-loads", single_loads, 20),
-    ):
-        if value != default:
-            args.append(f"{flag} {value}")
-    return " ".join(args)
 
 
 def verdicts(measured: dict[str, Measured]) -> list[str]:
@@ -197,12 +185,10 @@ def render(
     return "\n".join(lines)
 
 
-def run(
-    *, runs: int = 3, loads: int = 10, warmup: int = 2, single_loads: int = 20
-) -> Path:
-    """Measure every variant ``runs`` times, write the report, return its path."""
-    if runs < 3:
-        raise HarnessError("--runs must be at least 3 (medians with spread)")
+def run(opts: InterfacesOptions) -> Path:
+    """Measure every variant ``opts.runs`` times, write the report, return its path."""
+    runs, loads = opts.runs, opts.loads
+    warmup, single_loads = opts.warmup, opts.single_loads
     layout = Layout.of_project()
     tag = read_upstream(layout.upstream_file).tag
     commits = describe_commits(layout.src_dir, tag)
@@ -232,7 +218,7 @@ def run(
                     where,
                 )
                 measured[variant.name].runs.append(result)
-    command = reproduce(runs, loads, warmup, single_loads)
+    command = opts.reproduce_command()
     report.write_data(
         NAME,
         {

@@ -12,11 +12,14 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import report
 from harness.fleet import FleetConfig, cache_keys
 from harness.stack import fleet_stack
+
+if TYPE_CHECKING:
+    from benchmarks.plain_options import MinionsOptions
 
 GOAL_RSS_KB = 2048
 #: every minion's pillar is compiled from files: who it is
@@ -26,9 +29,11 @@ PILLAR_FILES = {
 }
 
 
-def run(*, minions: int = 1000, processes: int = 1, rounds: int = 3) -> Path:
-    """Start ``minions`` simulated minions in ``processes`` processes, time start-up
-    and ``rounds`` runs of each fan-out command; return the report's path."""
+def run(opts: MinionsOptions) -> Path:
+    """Start ``opts.minions`` simulated minions in ``opts.processes`` processes,
+    time start-up and ``opts.rounds`` runs of each fan-out command; return the
+    report's path."""
+    minions, processes, rounds = opts.minions, opts.processes, opts.rounds
     print(
         f"caching {minions} minion keys (only missing ones are generated)", flush=True
     )
@@ -57,14 +62,11 @@ def run(*, minions: int = 1000, processes: int = 1, rounds: int = 3) -> Path:
                         (len(ret), time.perf_counter() - t0)
                     )
             after = stack.fleet.status() or {}
-    return write_report(
-        minions, processes, ready_s, fleet_ready_s, status, after, calls
-    )
+    return write_report(opts, ready_s, fleet_ready_s, status, after, calls)
 
 
 def write_report(
-    minions: int,
-    processes: int,
+    opts: MinionsOptions,
     ready_s: float,
     fleet_ready_s: float,
     at_ready: dict[str, Any],
@@ -72,6 +74,7 @@ def write_report(
     calls: dict[str, list[tuple[int, float]]],
 ) -> Path:
     """Write ``results/minions.md`` (and its plot) from one run; return its path."""
+    minions, processes = opts.minions, opts.processes
     rss_ready = float(at_ready.get("rss_kb_per_minion", 0))
     rss_after = float(after.get("rss_kb_per_minion", 0))
     cpu_ready = float(at_ready.get("cpu_seconds", 0))
@@ -91,7 +94,7 @@ def write_report(
         f"# Simulated minions: {minions} in {processes} process(es)",
         "",
         report.environment(),
-        "Reproduce: `nox -s bench -- minions` (keys cached in .saltfleet/keys).",
+        f"Reproduce: `{opts.reproduce_command()}` (keys cached in .saltfleet/keys).",
         "",
         "## Start-up (keys cached)",
         "",

@@ -22,15 +22,14 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from benchmarks import proctree, report
-from benchmarks.pillar_compile import command_line
 from harness.fleet import minion_ids
 from harness.master import in_process_opts
 from harness.pillar import variants
@@ -40,6 +39,9 @@ from harness.pillar.model import FleetPillars, merged_pillar
 from harness.pillar.store import fleet_database
 from harness.postgres import ConnectionInfo, EmbeddedPostgres
 from harness.stack import fleet_stack, master_layout
+
+if TYPE_CHECKING:
+    from benchmarks.plain_options import PillarOptions
 
 GOAL_ROUND_RATIO = 0.8  # patched DB round time <= 0.8 x file pillars
 GOAL_P99_RATIO = 0.3  # db-function+reuse p99 <= 0.3 x db-function's (issue 25)
@@ -371,15 +373,10 @@ def run_fleet_variant(
     return result
 
 
-def run(
-    *,
-    minions: int = 1000,
-    rounds: int = 10,
-    workers: int = 4,
-    micro_calls: int = 2000,
-    names: Sequence[str] = DEFAULT_VARIANTS,
-) -> Path:
+def run(opts: PillarOptions) -> Path:
     """Run the whole benchmark; return the report's path."""
+    minions, rounds, workers = opts.minions, opts.rounds, opts.workers
+    micro_calls, names = opts.micro_calls, opts.variants
     ids = minion_ids("evil", minions)
     fleet = generate(ids)
     with tempfile.TemporaryDirectory(prefix="saltfleet-bench-") as tmp:
@@ -419,23 +416,7 @@ def run(
         minions=minions,
         rounds=rounds,
         workers=workers,
-        reproduce=reproduce(minions, rounds, workers, micro_calls, names),
-    )
-
-
-def reproduce(
-    minions: int, rounds: int, workers: int, micro_calls: int, names: Sequence[str]
-) -> str:
-    """The command that regenerates the report with these settings."""
-    return command_line(
-        "pillar",
-        (
-            ("--minions", minions, 1000),
-            ("--rounds", rounds, 10),
-            ("--workers", workers, 4),
-            ("--micro-calls", micro_calls, 2000),
-            ("--variants", ",".join(names), ",".join(DEFAULT_VARIANTS)),
-        ),
+        reproduce=opts.reproduce_command(),
     )
 
 

@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import report
 from benchmarks.pillar_compile_worker import WorkerConfig
@@ -35,7 +35,6 @@ from benchmarks.salt_trees import (
     rotated,
     run_in_tree,
 )
-from harness.errors import HarnessError
 from harness.fleet import minion_ids
 from harness.pillar.files import write_tree
 from harness.pillar.generate import generate
@@ -43,6 +42,9 @@ from harness.pillar.model import FleetPillars, merged_pillar
 from harness.pillar.store import fleet_database
 from harness.postgres import ConnectionInfo
 from harness.salttree import Layout, read_upstream
+
+if TYPE_CHECKING:
+    from benchmarks.plain_options import PillarCompileOptions
 
 NAME = "pillar-compile"
 GOALS = {"db": 0.07, "files": 0.5}  # series with reuse on / pristine, at most
@@ -99,14 +101,14 @@ def wrong_pillars(
     return [m for m in minions if pillars.get(m) != merged_pillar(fleet, m)]
 
 
-def run(
-    *, fleet_size: int = 1000, requests: int = 200, warmup: int = 5, runs: int = 3
-) -> Path:
+def run(opts: PillarCompileOptions) -> Path:
     """Run the benchmark; return the report's path."""
-    if requests + warmup > fleet_size:
-        raise HarnessError(
-            f"--requests {requests} + --warmup {warmup} exceed --fleet {fleet_size}"
-        )
+    fleet_size, requests, warmup, runs = (
+        opts.fleet,
+        opts.requests,
+        opts.warmup,
+        opts.runs,
+    )
     ids = minion_ids("evil", fleet_size)
     fleet = generate(ids)
     step = fleet_size // (requests + warmup)
@@ -145,47 +147,19 @@ def run(
                         one = measured[(variant.name, pillar)]
                         one.ms_per_request.append(ms)
                         one.wrong += wrong_pillars(fleet, pillars, config_minions)
-    return write_report(
-        list(measured.values()),
-        fleet_size=fleet_size,
-        requests=requests,
-        warmup=warmup,
-        runs=runs,
-        commits=commits,
-    )
-
-
-def command_line(name: str, flags: Sequence[tuple[str, object, object]]) -> str:
-    """``nox -s bench -- NAME`` with each ``(flag, value, default)`` whose
-    value is not its default."""
-    args = [f"nox -s bench -- {name}"]
-    args += [f"{flag} {value}" for flag, value, default in flags if value != default]
-    return " ".join(args)
-
-
-def reproduce(fleet_size: int, requests: int, warmup: int, runs: int) -> str:
-    """The command that regenerates the report with these settings."""
-    return command_line(
-        NAME,
-        (
-            ("--fleet", fleet_size, 1000),
-            ("--requests", requests, 200),
-            ("--warmup", warmup, 5),
-            ("--runs", runs, 3),
-        ),
-    )
+    return write_report(list(measured.values()), opts, commits=commits)
 
 
 def write_report(
-    results: list[Measured],
-    *,
-    fleet_size: int,
-    requests: int,
-    warmup: int,
-    runs: int,
-    commits: str,
+    results: list[Measured], opts: PillarCompileOptions, *, commits: str
 ) -> Path:
     """Write ``results/pillar-compile.md`` (+ .json, .png); return its path."""
+    fleet_size, requests, warmup, runs = (
+        opts.fleet,
+        opts.requests,
+        opts.warmup,
+        opts.runs,
+    )
     by_key = {(m.variant, m.pillar): m for m in results}
     pristine = VARIANTS[0].name
     lines = [
@@ -194,7 +168,7 @@ def write_report(
         report.environment(),
         f"Salt trees measured: {commits}.",
         "",
-        f"Regenerate: `{reproduce(fleet_size, requests, warmup, runs)}` "
+        f"Regenerate: `{opts.reproduce_command()}` "
         f"(writes `benchmarks/results/{NAME}.md`, `.json` and `.png`).",
         "",
         "## Method",

@@ -29,9 +29,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import report
+
+if TYPE_CHECKING:
+    from benchmarks.plain_options import QueryOptions
 
 #: the query API's cell statuses this report counts
 NORMAL, OFFLINE = 0, 4
@@ -340,24 +343,15 @@ def goal_lines(cache: dict[str, Any], live: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def run(
-    minions: int = 1000,
-    rounds: int = 5,
-    running: int = 900,
-    stopped: int = 100,
-    timeout: int = 15,
-    live: bool = True,
-) -> Path:
+def run(opts: QueryOptions) -> Path:
     """Measure, write ``results/query.md`` (and ``.json``), return its path."""
-    cache = measure_cache(minions, rounds)
+    cache = measure_cache(opts.minions, opts.rounds)
     live_result = None
-    if live:
+    if not opts.no_live:
         with tempfile.TemporaryDirectory(prefix="query-live-") as root:
-            live_result = measure_live(running, stopped, timeout, Path(root))
-    command = (
-        f"nox -s bench -- query --minions {minions} --rounds {rounds} "
-        f"--running {running} --stopped {stopped} --timeout {timeout}"
-        + ("" if live else " --no-live")
-    )
+            live_result = measure_live(
+                opts.running, opts.stopped, opts.timeout, Path(root)
+            )
+    command = opts.reproduce_command()
     report.write_data("query", {"cache": cache, "live": live_result})
     return report.write("query", render(cache, live_result, command))

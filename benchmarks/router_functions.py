@@ -28,11 +28,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import report
 from benchmarks.salt_trees import rotated
-from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from benchmarks.plain_options import RouterOptions
 
 NAME = "router-functions"
 MINIONS = 100
@@ -136,12 +138,11 @@ def measure(router: Any, payloads: list[dict[str, Any]], count: int) -> float:
     return (time.process_time() - start) / count * 1e6
 
 
-def run(*, runs: int = 5, requests_per_run: int = 2000) -> Path:
-    """Measure every layout and return ``runs`` times; write the report."""
+def run(options: RouterOptions) -> Path:
+    """Measure every layout and return ``options.runs`` times; write the report."""
     import salt.master
 
-    if runs < 3:
-        raise HarnessError("--runs must be at least 3 (medians with spread)")
+    runs, requests_per_run = options.runs, options.requests
     measured: dict[tuple[str, str], Measured] = {}
     with tempfile.TemporaryDirectory(prefix="saltfleet-router-") as tmp:
         cachedir = Path(tmp) / "cache"
@@ -168,9 +169,7 @@ def run(*, runs: int = 5, requests_per_run: int = 2000) -> Path:
                         for pool, count in routers[name].stats.items()
                         if count - before.get(pool, 0)
                     }
-    command = "nox -s bench -- router"
-    if (runs, requests_per_run) != (5, 2000):
-        command += f" --runs {runs} --requests {requests_per_run}"
+    command = options.reproduce_command()
     results = list(measured.values())
     sizes = {
         kind: int(report.median([len(p["load"]) for p in kind_payloads]))

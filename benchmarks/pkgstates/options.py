@@ -1,17 +1,16 @@
 """The package-state benchmark's options: one frozen value, its flags, its reproduce line.
 
 Every default is a field default of :class:`PkgstatesOptions` and nowhere
-else: :func:`add_arguments` registers one flag per field from them and
-:meth:`PkgstatesOptions.reproduce_command` names only the fields that differ.
+else: :func:`benchmarks.options.add_arguments` registers one flag per
+field from them and :meth:`PkgstatesOptions.reproduce_command` names only
+the fields that differ.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Final
 
-from benchmarks import options
 from benchmarks.options import option, report_name, reproduce_command
 from benchmarks.pkgstates.highstate import variant_names
 from harness.argtypes import positive
@@ -75,14 +74,3 @@ class PkgstatesOptions:
             # 'nox -s bench -- pkgstates --minions 50'
         """
         return reproduce_command(COMMAND, self)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Register one flag per :class:`PkgstatesOptions` field on ``parser``."""
-    options.add_arguments(parser, PkgstatesOptions)
-
-
-def from_args(args: argparse.Namespace) -> PkgstatesOptions:
-    """The options ``args`` (from a parser :func:`add_arguments` set up) describe;
-    a bad combination is an ``argparse.ArgumentTypeError``."""
-    return options.from_args(PkgstatesOptions, args)

@@ -1,9 +1,9 @@
 """The storm's options: one frozen value, its command line, its reproduce line.
 
 Every default is a field default of :class:`StormOptions` and nowhere else:
-:func:`add_arguments` registers one flag per field from them,
-:func:`from_args` builds the value from what argparse parsed, and
-:meth:`StormOptions.reproduce_command` names the fields that differ from them.
+:func:`benchmarks.options.add_arguments` registers one flag per field
+from them, and :meth:`StormOptions.reproduce_command` names the fields
+that differ from them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Final
 
-from benchmarks import options
 from benchmarks.options import option, report_name, reproduce_command
 from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
@@ -149,13 +148,3 @@ def _word(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Register one flag per :class:`StormOptions` field on ``parser``."""
-    options.add_arguments(parser, StormOptions)
-
-
-def from_args(args: argparse.Namespace) -> StormOptions:
-    """The options ``args`` (from a parser :func:`add_arguments` set up) describe."""
-    return options.from_args(StormOptions, args)

@@ -7,14 +7,13 @@ minute) before the CLI said no; the session now asks ``unknown_benchmark``.
 from __future__ import annotations
 
 import importlib
-import inspect
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
 
-from benchmarks.__main__ import PLAIN_RUNS, main
+from benchmarks.__main__ import RUNS, main
 from benchmarks.names import BENCHMARKS, unknown_benchmark
 
 
@@ -43,16 +42,43 @@ def test_every_name_is_a_benchmark_of_the_cli(
     assert f"python -m benchmarks {name}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", sorted(PLAIN_RUNS))
-def test_every_plain_benchmark_gets_exactly_its_run_keywords(
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_every_benchmark_runs_with_its_options_at_their_defaults(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "report.md"
     report.write_text("the report\n")
-    passed: list[dict[str, Any]] = []
+    passed: list[Any] = []
     with mock.patch.object(importlib, "import_module") as load:
-        load.return_value.run.side_effect = lambda **kw: passed.append(kw) or report
+        load.return_value.run.side_effect = lambda value: passed.append(value) or report
         assert main([name]) == 0
     assert f"report: {report}" in capsys.readouterr().out
-    module = importlib.import_module(PLAIN_RUNS[name][0])
-    assert set(passed[0]) == set(inspect.signature(module.run).parameters)
+    module_name, options_class = RUNS[name]
+    load.assert_called_once_with(module_name)
+    assert passed == [options_class()]
+    assert passed[0].reproduce_command() == f"nox -s bench -- {name}"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["interfaces", "--runs", "2"], "--runs 2: at least 3"),
+        (["router", "--runs", "1"], "--runs 1: at least 3"),
+        (["pillar-compile", "--fleet", "10"], "exceed --fleet 10"),
+        (["pillar", "--variants", "nosuch"], "invalid variants 'nosuch'"),
+    ],
+)
+def test_bad_sizes_are_a_usage_error_not_a_traceback(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_a_changed_size_is_in_the_reproduce_line() -> None:
+    value = RUNS["query"][1](minions=50, no_live=True)
+    assert value.reproduce_command() == "nox -s bench -- query --minions 50 --no-live"

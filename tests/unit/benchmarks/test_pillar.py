@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from benchmarks import pillar
+from benchmarks.plain_options import PillarOptions
 from harness.fleet import minion_ids
 from harness.pillar.files import _row_path, _sls_name
 from harness.pillar.generate import generate
@@ -33,11 +34,10 @@ def test_bad_variants_are_refused_with_the_choices(value: str) -> None:
 
 
 def test_reproduce_names_only_what_differs_from_the_defaults() -> None:
-    assert (
-        pillar.reproduce(1000, 10, 4, 2000, pillar.DEFAULT_VARIANTS)
-        == "nox -s bench -- pillar"
-    )
-    assert pillar.reproduce(50, 3, 4, 2000, ["db-function", "db-function+reuse"]) == (
+    assert PillarOptions().reproduce_command() == "nox -s bench -- pillar"
+    assert PillarOptions(
+        minions=50, rounds=3, variants=("db-function", "db-function+reuse")
+    ).reproduce_command() == (
         "nox -s bench -- pillar --minions 50 --rounds 3 "
         "--variants db-function,db-function+reuse"
     )

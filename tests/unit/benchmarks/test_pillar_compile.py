@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import pillar_compile, report
 from benchmarks.pillar_compile import VARIANTS, Measured, Variant
+from benchmarks.plain_options import PillarCompileOptions
 from harness.pillar.generate import generate
 from harness.pillar.model import merged_pillar
 from harness.postgres import ConnectionInfo
@@ -46,12 +47,29 @@ def test_a_missing_or_different_pillar_is_wrong() -> None:
 
 
 def test_the_reproduce_line_names_only_changed_settings() -> None:
-    assert pillar_compile.reproduce(1000, 200, 5, 3) == (
+    assert PillarCompileOptions().reproduce_command() == (
         "nox -s bench -- pillar-compile"
     )
-    assert pillar_compile.reproduce(40, 200, 5, 1) == (
-        "nox -s bench -- pillar-compile --fleet 40 --runs 1"
+    assert PillarCompileOptions(fleet=40, requests=10, runs=4).reproduce_command() == (
+        "nox -s bench -- pillar-compile --fleet 40 --requests 10 --runs 4"
     )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"runs": 2}, "--runs 2: at least 3"),
+        (
+            {"fleet": 100, "requests": 99},
+            "--requests 99 \\+ --warmup 5 exceed --fleet 100",
+        ),
+    ],
+)
+def test_sizes_that_cannot_give_a_median_or_a_sample_are_refused(
+    kwargs: dict[str, int], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        PillarCompileOptions(**kwargs)
 
 
 def _measured(ms: dict[str, tuple[float, float]]) -> list[Measured]:
@@ -82,7 +100,7 @@ def test_the_report_says_which_goal_is_missed_and_by_how_much(
     )
     results[-1].wrong.append("m7")
     path = pillar_compile.write_report(
-        results, fleet_size=40, requests=10, warmup=2, runs=2, commits="x"
+        results, PillarCompileOptions(fleet=40, requests=10, warmup=2), commits="x"
     )
     text = path.read_text()
     assert path == results_dir / "pillar-compile.md"

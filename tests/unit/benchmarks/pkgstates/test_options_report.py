@@ -7,6 +7,7 @@ import argparse
 
 import pytest
 
+from benchmarks import options
 from benchmarks.pkgstates.highstate import (
     HighstateRound,
     VariantRounds,
@@ -17,16 +18,14 @@ from benchmarks.pkgstates.measure import InProcessResult, SaveRound
 from benchmarks.pkgstates.options import (
     COMMAND,
     PkgstatesOptions,
-    add_arguments,
-    from_args,
 )
 from benchmarks.pkgstates.report import goal_lines, highstate_goal_lines
 
 
 def _parse(words: list[str]) -> PkgstatesOptions:
     parser = argparse.ArgumentParser(prog="pkgstates")
-    add_arguments(parser)
-    return from_args(parser.parse_args(words))
+    options.add_arguments(parser, PkgstatesOptions)
+    return options.from_args(PkgstatesOptions, parser.parse_args(words))
 
 
 def test_defaults_are_the_issues_sizes_and_reproduce_is_the_bare_command() -> None:

@@ -10,22 +10,21 @@ import argparse
 
 import pytest
 
+from benchmarks import options
 from benchmarks.storm.options import (
     COMMAND,
     StormOptions,
-    add_arguments,
-    from_args,
 )
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="storm")
-    add_arguments(parser)
+    options.add_arguments(parser, StormOptions)
     return parser
 
 
 def _parse(words: list[str]) -> StormOptions:
-    return from_args(_parser().parse_args(words))
+    return options.from_args(StormOptions, _parser().parse_args(words))
 
 
 def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> None:

@@ -1,0 +1,149 @@
+"""The options of the benchmarks that are one module each (storm and pkgstates
+have packages with an ``options`` module of their own).
+
+Each class follows :mod:`benchmarks.options`: its field defaults are the
+benchmark's defaults, and nowhere else; the CLI registers one flag per field,
+the benchmark's ``run`` takes the value, and the report's "Reproduce" line is
+:meth:`reproduce_command`, naming only what differs from the defaults.
+
+.. code-block:: python
+
+    PillarCompileOptions(fleet=40, runs=1).reproduce_command()
+    # 'nox -s bench -- pillar-compile --fleet 40 --runs 1'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from benchmarks.options import option, reproduce_command
+from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
+from benchmarks.pillar import variant_list
+from harness.argtypes import positive
+
+#: how every "Reproduce" line starts; the benchmark's name follows
+COMMAND: Final = "nox -s bench --"
+#: medians with their spread need at least this many runs
+MIN_RUNS: Final = 3
+
+
+def _at_least_three(runs: int) -> None:
+    if runs < MIN_RUNS:
+        raise ValueError(
+            f"--runs {runs}: at least {MIN_RUNS} (medians with their spread)"
+        )
+
+
+@dataclass(frozen=True)
+class MinionsOptions:
+    """``minions``: start-up, fan-out and footprint of simulated minions."""
+
+    minions: int = option(1000, positive, "simulated minions")
+    processes: int = option(1, positive, "processes of the simulated fleet")
+    rounds: int = option(3, positive, "runs of each fan-out command")
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again."""
+        return reproduce_command(f"{COMMAND} minions", self)
+
+
+@dataclass(frozen=True)
+class PillarOptions:
+    """``pillar``: file pillars vs PostgreSQL on a fleet, and the ext_pillar lookup."""
+
+    minions: int = option(1000, positive, "simulated minions")
+    rounds: int = option(10, positive, "pillar.items and test.ping rounds per variant")
+    workers: int = option(4, positive, "the master's worker_threads")
+    micro_calls: int = option(2000, positive, "ext_pillar lookups timed per module")
+    variants: tuple[str, ...] = option(
+        PILLAR_VARIANTS,
+        lambda value: tuple(variant_list(value)),
+        "comma-separated, in run order: SOURCE[+reuse|+cache], SOURCE one of "
+        "files, files-fair, db-function, db-queries, db-upstream (default: "
+        + ",".join(PILLAR_VARIANTS)
+        + ")",
+    )
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again."""
+        return reproduce_command(f"{COMMAND} pillar", self, _word)
+
+
+@dataclass(frozen=True)
+class InterfacesOptions:
+    """``interfaces``: loading every execution module with and without interfaces."""
+
+    runs: int = option(3, positive, "runs of every variant, at least 3")
+    loads: int = option(10, positive, "full loads per run")
+    warmup: int = option(2, positive, "full loads before the counted ones")
+    single_loads: int = option(20, positive, "loads of each single module per run")
+
+    def __post_init__(self) -> None:
+        _at_least_three(self.runs)
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again."""
+        return reproduce_command(f"{COMMAND} interfaces", self)
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """``query``: the query runner against cache.grains, names, a live fleet."""
+
+    minions: int = option(1000, positive, "minions in the cache")
+    rounds: int = option(5, positive, "timed rounds of each query")
+    running: int = option(900, positive, "simulated minions (live part)")
+    stopped: int = option(
+        100, positive, "minions with accepted keys and cached grains but no process"
+    )
+    timeout: int = option(15, positive, "seconds the live part's jobs may take")
+    no_live: bool = option(False, None, "skip the part that starts a stack")
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again."""
+        return reproduce_command(f"{COMMAND} query", self)
+
+
+@dataclass(frozen=True)
+class PillarCompileOptions:
+    """``pillar-compile``: master CPU per ``_pillar`` request, pristine vs series."""
+
+    fleet: int = option(1000, positive, "minions in top.sls")
+    requests: int = option(200, positive, "requests counted per run")
+    warmup: int = option(5, positive, "requests before the counted ones")
+    runs: int = option(3, positive, "runs of every variant, at least 3")
+
+    def __post_init__(self) -> None:
+        _at_least_three(self.runs)
+        if self.requests + self.warmup > self.fleet:
+            raise ValueError(
+                f"--requests {self.requests} + --warmup {self.warmup} exceed "
+                f"--fleet {self.fleet}"
+            )
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again."""
+        return reproduce_command(f"{COMMAND} pillar-compile", self)
+
+
+@dataclass(frozen=True)
+class RouterOptions:
+    """``router``: pool router CPU per request, ``functions`` routes vs without."""
+
+    runs: int = option(5, positive, "runs of every layout, at least 3")
+    requests: int = option(2000, positive, "requests per layout and run")
+
+    def __post_init__(self) -> None:
+        _at_least_three(self.runs)
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again."""
+        return reproduce_command(f"{COMMAND} router", self)
+
+
+def _word(value: object) -> str:
+    """A field's value as its flag takes it: a tuple comma-separated."""
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
