@@ -342,7 +342,7 @@ def run_fleet_variant(
         requests_before = _pillar_requests(stack)
         cpu_before = proctree.cpu_seconds(stack.master.process.pid)
         with ConnectionMonitor(pg.connection) as monitor:
-            for _ in range(rounds):
+            for round_no in range(1, rounds + 1):
                 started = time.perf_counter()
                 returns, arrivals = timed_cmd(
                     stack, "pillar.items", ["unmask=True"], timeout=300, minions=minions
@@ -364,6 +364,12 @@ def run_fleet_variant(
                 started = time.perf_counter()
                 stack.cmd("*", "test.ping", timeout=120)
                 result.ping_s.append(time.perf_counter() - started)
+                print(
+                    f"  {variant} round {round_no}/{rounds}: pillar.items "
+                    f"{result.round_s[-1]:.1f} s ({len(returns)} of {minions}), "
+                    f"test.ping {result.ping_s[-1]:.1f} s",
+                    flush=True,
+                )
         result.master_cpu_s = (
             proctree.cpu_seconds(stack.master.process.pid) - cpu_before
         )
