@@ -423,6 +423,7 @@ def run(opts: PillarOptions) -> Path:
         rounds=rounds,
         workers=workers,
         reproduce=opts.reproduce_command(),
+        name=opts.output_name,
     )
 
 
@@ -462,13 +463,20 @@ def write_report(
     rounds: int,
     workers: int,
     reproduce: str,
+    name: str,
 ) -> Path:
-    """Write ``results/pillar.md`` and its data file; return the report's path."""
+    """Write ``results/NAME.md`` (``pillar.md`` by default), its data file and
+    its plot; return the report's path."""
     patched, upstream = micro
     speedup = upstream.p50 / patched.p50 if patched.p50 else float("inf")
     by_name = {r.variant: r for r in results}
     lines = [
-        "# Pillar benchmark: files vs PostgreSQL",
+        "# Pillar benchmark: "
+        + (
+            "files vs PostgreSQL"
+            if any(r.variant.startswith("files") for r in results)
+            else "PostgreSQL pillars"
+        ),
         "",
         report.environment(),
         f"{minions} simulated minions, {rounds} rounds, master with {workers} workers. "
@@ -593,7 +601,7 @@ def write_report(
         + ("met" if speedup >= GOAL_SPEEDUP else "NOT met")
     )
     plot = report.bar_plot(
-        "pillar-rounds",
+        f"{name}-rounds",
         f"salt '*' pillar.items, {minions} minions (median of {rounds} rounds)",
         [r.variant for r in results],
         {
@@ -603,5 +611,5 @@ def write_report(
         "seconds",
     )
     lines += ["", f"![round times]({plot.name})"]
-    report.write_data("pillar", {"micro": micro, "fleet": results})
-    return report.write("pillar", "\n".join(lines))
+    report.write_data(name, {"micro": micro, "fleet": results})
+    return report.write(name, "\n".join(lines))

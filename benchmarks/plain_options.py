@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from benchmarks.options import option, reproduce_command
+from benchmarks.options import option, report_name, reproduce_command
 from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
 from benchmarks.pillar import variant_list
 from harness.argtypes import positive
@@ -63,6 +63,11 @@ class PillarOptions:
         "files, files-fair, db-function, db-queries, db-upstream (default: "
         + ",".join(PILLAR_VARIANTS)
         + ")",
+    )
+    output_name: str = option(
+        "pillar",
+        report_name,
+        "report files in benchmarks/results/: NAME.md, NAME.json, NAME-rounds.png",
     )
 
     def reproduce_command(self) -> str:

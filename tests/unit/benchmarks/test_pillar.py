@@ -41,6 +41,9 @@ def test_reproduce_names_only_what_differs_from_the_defaults() -> None:
         "nox -s bench -- pillar --minions 50 --rounds 3 "
         "--variants db-function,db-function+reuse"
     )
+    assert PillarOptions(output_name="pillar-reuse").reproduce_command() == (
+        "nox -s bench -- pillar --output-name pillar-reuse"
+    )
 
 
 def _matches(
