@@ -31,12 +31,10 @@ from benchmarks import report
 from benchmarks.interfaces_load_worker import WorkerConfig
 from benchmarks.salt_trees import (
     Variant,
-    describe_commits,
-    extract_tree,
+    extract_pristine_and_series,
     rotated,
     run_in_tree,
 )
-from harness.salttree import Layout, read_upstream
 
 if TYPE_CHECKING:
     from benchmarks.plain_options import InterfacesOptions
@@ -189,16 +187,10 @@ def run(opts: InterfacesOptions) -> Path:
     """Measure every variant ``opts.runs`` times, write the report, return its path."""
     runs, loads = opts.runs, opts.loads
     warmup, single_loads = opts.warmup, opts.single_loads
-    layout = Layout.of_project()
-    tag = read_upstream(layout.upstream_file).tag
-    commits = describe_commits(layout.src_dir, tag)
     measured = {v.name: Measured(v) for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="saltfleet-interfaces-load-") as tmp:
         work = Path(tmp)
-        trees = {
-            "pristine": extract_tree(layout.src_dir, tag, work / "pristine"),
-            "series": extract_tree(layout.src_dir, "HEAD", work / "series"),
-        }
+        trees, commits = extract_pristine_and_series(work)
         for run_no in range(runs):
             for variant in rotated(VARIANTS, run_no):
                 print(f"run {run_no + 1}/{runs}: {variant.name}", flush=True)

@@ -30,8 +30,7 @@ from benchmarks import report
 from benchmarks.pillar_compile_worker import WorkerConfig
 from benchmarks.salt_trees import (
     Variant,
-    describe_commits,
-    extract_tree,
+    extract_pristine_and_series,
     rotated,
     run_in_tree,
 )
@@ -41,7 +40,6 @@ from harness.pillar.generate import generate
 from harness.pillar.model import FleetPillars, merged_pillar
 from harness.pillar.store import fleet_database
 from harness.postgres import ConnectionInfo
-from harness.salttree import Layout, read_upstream
 
 if TYPE_CHECKING:
     from benchmarks.plain_options import PillarCompileOptions
@@ -114,17 +112,11 @@ def run(opts: PillarCompileOptions) -> Path:
     step = fleet_size // (requests + warmup)
     sample = ids[::step][: requests + warmup]
     config_minions, config_warmup = sample[warmup:], sample[:warmup]
-    layout = Layout.of_project()
-    tag = read_upstream(layout.upstream_file).tag
-    commits = describe_commits(layout.src_dir, tag)  # what is extracted below
     measured = {(v.name, p): Measured(v.name, p) for p in PILLARS for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="saltfleet-pillar-compile-") as tmp:
         work = Path(tmp)
         work.chmod(0o755)
-        trees = {
-            "pristine": extract_tree(layout.src_dir, tag, work / "pristine"),
-            "series": extract_tree(layout.src_dir, "HEAD", work / "series"),
-        }
+        trees, commits = extract_pristine_and_series(work)
         pillar_tree = work / "tree"
         write_tree(fleet, pillar_tree)
         with fleet_database(work / "pg", fleet) as pg:

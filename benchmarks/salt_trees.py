@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.errors import HarnessError
-from harness.salttree import extract_tar
+from harness.salttree import Layout, extract_tar, read_upstream
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -83,6 +83,19 @@ def describe_commits(src: Path, tag: str) -> str:
         ).stdout.strip()
         names.append(f"`{ref}` = {out or '?'}")
     return "; ".join(names)
+
+
+def extract_pristine_and_series(work: Path) -> tuple[dict[str, Path], str]:
+    """Pristine 3008.3 (``salt/UPSTREAM``'s tag) and the series (``HEAD``) of
+    ``salt/src``, extracted under ``work`` as ``pristine`` and ``series``, and
+    which commits they are (:func:`describe_commits`)."""
+    layout = Layout.of_project()
+    tag = read_upstream(layout.upstream_file).tag
+    trees = {
+        "pristine": extract_tree(layout.src_dir, tag, work / "pristine"),
+        "series": extract_tree(layout.src_dir, "HEAD", work / "series"),
+    }
+    return trees, describe_commits(layout.src_dir, tag)
 
 
 def run_in_tree(
