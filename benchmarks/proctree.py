@@ -1,4 +1,4 @@
-"""CPU and memory of a process and every process below it (a master's tree)."""
+"""CPU and memory (PSS) of a process and every process below it (a master's tree)."""
 
 from __future__ import annotations
 
@@ -39,14 +39,20 @@ def role(cmdline: list[str]) -> str:
     return f"MWorker {worker['pool']}" if worker else name
 
 
-def rss_by_role(pid: int) -> dict[str, float]:
-    """Resident memory in MiB of a process and its descendants, summed per
-    :func:`role`."""
+def pss_by_role(pid: int) -> dict[str, float]:
+    """Proportional set size in MiB of a process and its descendants, summed
+    per :func:`role`.
+
+    PSS, not RSS: a master's processes are forked from one parent and share
+    its pages copy-on-write, so summed RSS counts every shared page once per
+    process; PSS divides a shared page among the processes that map it, so
+    the sum is what the tree costs the machine (``/proc/PID/smaps_rollup``)."""
     totals: dict[str, float] = {}
     for proc in processes(pid):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             name = role(proc.cmdline())
-            totals[name] = totals.get(name, 0.0) + proc.memory_info().rss / 2**20
+            pss = proc.memory_full_info().pss
+            totals[name] = totals.get(name, 0.0) + pss / 2**20
     return totals
 
 

@@ -9,7 +9,7 @@ simulated minions. Then:
    master with ``workers`` worker processes on loopback), writing its CSVs
    (``--csv-full-history``) and HTML report;
 2. meanwhile, once a second, the master's and salt-api's process trees
-   (CPU, RSS) and the fleet's returns per second are sampled;
+   (CPU, PSS) and the fleet's returns per second are sampled;
 3. afterwards, the cost of salt-api itself: the same number of async-job
    submissions through salt-api and through ``LocalClient`` directly.
 
@@ -344,9 +344,9 @@ class ResourceSampler(threading.Thread):
                 ResourceSample(
                     t=now - started,
                     master_cpu_pct=(new_cpu[0] - cpu[0]) / elapsed * 100,
-                    master_rss_mb=sum(proctree.rss_by_role(self.master_pid).values()),
+                    master_pss_mb=sum(proctree.pss_by_role(self.master_pid).values()),
                     api_cpu_pct=(new_cpu[1] - cpu[1]) / elapsed * 100,
-                    api_rss_mb=sum(proctree.rss_by_role(self.api_pid).values()),
+                    api_pss_mb=sum(proctree.pss_by_role(self.api_pid).values()),
                     returns_per_s=max(0, new_returns - returns) / elapsed,
                 )
             )

@@ -63,9 +63,9 @@ class ResourceSample:
 
     t: float
     master_cpu_pct: float
-    master_rss_mb: float
+    master_pss_mb: float
     api_cpu_pct: float
-    api_rss_mb: float
+    api_pss_mb: float
     returns_per_s: float
 
 
@@ -209,7 +209,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def resources_table(runs: Sequence[VariantRun]) -> str:
-    """CPU (mean / peak, % of one core), peak RSS and the fleet's returns/s."""
+    """CPU (mean / peak, % of one core), peak PSS and the fleet's returns/s."""
     rows = []
     for run in runs:
         s = run.samples
@@ -220,9 +220,9 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
             [
                 run.name,
                 f"{_mean(master_cpu):.0f} / {_peak(master_cpu):.0f}",
-                f"{_peak([x.master_rss_mb for x in s]):.0f}",
+                f"{_peak([x.master_pss_mb for x in s]):.0f}",
                 f"{_mean(api_cpu):.0f} / {_peak(api_cpu):.0f}",
-                f"{_peak([x.api_rss_mb for x in s]):.0f}",
+                f"{_peak([x.api_pss_mb for x in s]):.0f}",
                 f"{_mean(returns):.1f} / {_peak(returns):.1f}",
                 len(s),
             ]
@@ -230,9 +230,9 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
     headers = [
         "limiter",
         "master CPU % mean / peak",
-        "master RSS MiB peak",
+        "master PSS MiB peak",
         "salt-api CPU % mean / peak",
-        "salt-api RSS MiB peak",
+        "salt-api PSS MiB peak",
         "fleet returns/s mean / peak",
     ]
     return table([*headers, "samples"], rows)

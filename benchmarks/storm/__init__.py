@@ -18,7 +18,8 @@ exists for (:mod:`benchmarks.storm.consumer` says when it is bounded).
 
 During the storm, once a second:
 
-- master RSS, summed over every process of the master;
+- master PSS, summed over every process of the master (shared pages
+  divided among the processes that map them, not counted once each);
 - event-bus delay: how old the job returns are when a bus subscriber (the
   harness's forwarding engine) gets them; a bus with a backlog delivers old
   events;

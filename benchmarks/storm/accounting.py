@@ -47,11 +47,11 @@ DROPPED: Final = ("expired", "rejected")
 
 @dataclass
 class Sample:
-    """What the sampler saw at ``t`` seconds into a run: master RSS, bus delay,
+    """What the sampler saw at ``t`` seconds into a run: master PSS, bus delay,
     jobs queued and in flight, return rates."""
 
     t: float
-    master_rss_mb: float
+    master_pss_mb: float
     bus_delay_s: float | None
     queued: int
     in_flight: int
@@ -61,8 +61,8 @@ class Sample:
     #: the most one minion holds (sampled every CAPACITY_EVERY seconds)
     master_points: int = 0
     max_minion_points: int = 0
-    #: master RSS (MiB) per process role (proctree.role)
-    rss_by_role: dict[str, float] = field(default_factory=dict)
+    #: master PSS (MiB) per process role (proctree.role)
+    pss_by_role: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -215,9 +215,9 @@ class VariantResult:
         return sum(1 for p in self.pings if p.returned < PING_TARGETS)
 
     @property
-    def peak_rss_mb(self) -> float:
-        """The highest master RSS sampled, MiB."""
-        return max((s.master_rss_mb for s in self.samples), default=0.0)
+    def peak_pss_mb(self) -> float:
+        """The highest master PSS sampled, MiB."""
+        return max((s.master_pss_mb for s in self.samples), default=0.0)
 
     def tally(self, jobs: Iterable[JobTrack], cache: Mapping[str, int]) -> None:
         """Add the end counts of ``jobs`` and the returns the job cache holds

@@ -23,7 +23,7 @@ from harness.ratelimit import RateLimiting
 PING_ANSWERED_SHARE: Final = 0.99
 #: limiter on against off, same run: the most each ratio may be
 STORM_RATIO: Final = 1.1
-RSS_RATIO: Final = 1.05
+PSS_RATIO: Final = 1.05
 #: one decision of the criteria module, p99 microseconds
 GOAL_DECIDE_US: Final = 50.0
 
@@ -82,7 +82,7 @@ def goals(
         found += [
             _ping_goal(on, off),
             _duration_goal(on, off),
-            _rss_goal(on, off),
+            _pss_goal(on, off),
             _lost_goal(on, off),
             _capacity_goal(on, off, limits),
             *_consumer_goals(on, off),
@@ -242,20 +242,20 @@ def _return_rate(result: VariantResult) -> float:
     return result.received_cache / result.storm_s if result.storm_s else 0.0
 
 
-def _rss_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+def _pss_goal(on: VariantResult, off: VariantResult | None) -> Goal:
     line, met = _relative(
-        "master RSS peak", on, off, lambda r: r.peak_rss_mb, "{:.0f} MiB", RSS_RATIO
+        "master PSS peak", on, off, lambda r: r.peak_pss_mb, "{:.0f} MiB", PSS_RATIO
     )
     why = []
     if met is False and off is not None:
         grown = _role_difference(on, off)
         if grown:
             why.append(
-                "at each variant's RSS peak, the processes with the most more "
+                "at each variant's PSS peak, the processes with the most more "
                 "memory on than off: "
                 + ", ".join(f"{name} {mib:+.0f} MiB" for name, mib in grown)
             )
-    return Goal("master RSS peak", line, met, why)
+    return Goal("master PSS peak", line, met, why)
 
 
 def _role_difference(
@@ -264,7 +264,7 @@ def _role_difference(
     def at_peak(result: VariantResult) -> dict[str, float]:
         if not result.samples:
             return {}
-        return max(result.samples, key=lambda s: s.master_rss_mb).rss_by_role
+        return max(result.samples, key=lambda s: s.master_pss_mb).pss_by_role
 
     on_roles, off_roles = at_peak(on), at_peak(off)
     differences = [

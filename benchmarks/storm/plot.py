@@ -14,7 +14,7 @@ from benchmarks.storm.consumer import BOUND_S, ConsumerPoint
 
 #: the panels over time: y label and the value of one sample (None: no point)
 PANELS: Final[tuple[tuple[str, Callable[[Sample], float | None]], ...]] = (
-    ("master RSS (MiB)", lambda s: s.master_rss_mb),
+    ("master PSS (MiB)", lambda s: s.master_pss_mb),
     ("jobs in flight", lambda s: s.in_flight),
     ("jobs queued", lambda s: max(0, s.queued)),
     ("points held (ledger)", lambda s: s.master_points),

@@ -35,7 +35,7 @@ from benchmarks.storm.options import StormOptions
 from benchmarks.storm.plot import consumer_plot, timeline_plot
 from harness.ratelimit import RateLimiting
 
-RSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
+PSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
 
 
 def write_report(
@@ -165,10 +165,10 @@ OVER_TIME: Final[tuple[Column, ...]] = (
     ("limiter", lambda r: r.name),
     ("storm s (ended by)", lambda r: f"{r.storm_s:.0f} ({r.ended_by})"),
     ("submit s", lambda r: f"{r.submit_s:.1f}"),
-    ("master RSS peak MiB", lambda r: f"{r.peak_rss_mb:.0f}"),
+    ("master PSS peak MiB", lambda r: f"{r.peak_pss_mb:.0f}"),
     (
-        "RSS at end MiB",
-        lambda r: f"{r.samples[-1].master_rss_mb:.0f}" if r.samples else "-",
+        "PSS at end MiB",
+        lambda r: f"{r.samples[-1].master_pss_mb:.0f}" if r.samples else "-",
     ),
     ("bus delay p50 / max s", lambda r: _delay_summary(r)),
     ("max queued", lambda r: max((s.queued for s in r.samples), default=0)),
@@ -273,20 +273,23 @@ def _ping_section(results: list[VariantResult]) -> list[Any]:
 
 
 def _memory_section(results: list[VariantResult]) -> list[Any]:
-    """Master RSS per process role: which grew."""
+    """Master PSS per process role: which grew."""
     return [
         "## Master memory by process",
         "",
-        "RSS of the master's processes in MiB, summed per role (the MWorkers "
-        "of one pool are one role), at the first sample and at the end, the "
-        f"{RSS_ROLES_SHOWN} that grew most per variant. The event consumer's "
-        "engine process is not counted here nor in the master's RSS: it "
+        "PSS (proportional set size: a page shared copy-on-write is divided "
+        "among the processes that map it, so the sum is what the master "
+        "costs the machine) of the master's processes in MiB, summed per "
+        "role (the MWorkers of one pool are one role), at the first sample "
+        f"and at the end, the {PSS_ROLES_SHOWN} that grew most per variant. "
+        "The event consumer's engine process is not counted here nor in the "
+        "master's PSS: it "
         "stands for SUSE Manager beside the master (its RSS is in the "
         "consumer's table).",
         "",
         report.table(
             ["limiter", "process", "first MiB", "end MiB", "growth MiB"],
-            [row for r in results for row in _rss_growth_rows(r)],
+            [row for r in results for row in _pss_growth_rows(r)],
         ),
         "",
     ]
@@ -390,17 +393,17 @@ def _consumer_rate_in(result: VariantResult) -> str:
     return f"{rate:.0f}" if rate is not None else "-"
 
 
-def _rss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:
+def _pss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:
     if not result.samples:
         return []
-    first, last = result.samples[0].rss_by_role, result.samples[-1].rss_by_role
+    first, last = result.samples[0].pss_by_role, result.samples[-1].pss_by_role
     growth = sorted(
         ((name, first.get(name, 0.0), mib) for name, mib in last.items()),
         key=lambda row: row[1] - row[2],
     )
     return [
         (result.name, name, f"{start:.0f}", f"{end:.0f}", f"{end - start:+.0f}")
-        for name, start, end in growth[:RSS_ROLES_SHOWN]
+        for name, start, end in growth[:PSS_ROLES_SHOWN]
     ]
 
 

@@ -57,7 +57,7 @@ JOIN_TIMEOUT_S: Final = 30.0
 
 
 def master_roles(roles: dict[str, float]) -> dict[str, float]:
-    """RSS per role without the consumer engine's process: the consumer
+    """PSS per role without the consumer engine's process: the consumer
     stands for a system beside the master (SUSE Manager), not for the
     master's own memory."""
     return {name: mib for name, mib in roles.items() if ENGINE_NAME not in name}
@@ -176,7 +176,7 @@ class StormRun:
         return dict(fleet.status() or {})
 
     def _sampler(self, position: int) -> None:
-        """Once a second: the bus, the master's RSS, the queue manager."""
+        """Once a second: the bus, the master's PSS, the queue manager."""
         last = time.monotonic()
         last_sent = int(self._fleet_status().get("returns_sent") or 0)
         max_points = 0
@@ -189,11 +189,11 @@ class StormRun:
             queued, points = _limiter_state(self.probe) if self.limiter else (0, 0)
             if self.limiter is not None and taken % CAPACITY_EVERY == 0:
                 max_points = _max_minion_points(self.probe, max_points)
-            roles = master_roles(proctree.rss_by_role(self.master.process.pid))
+            roles = master_roles(proctree.pss_by_role(self.master.process.pid))
             sample = Sample(
                 t=now - self._started,
-                master_rss_mb=sum(roles.values()),
-                rss_by_role=roles,
+                master_pss_mb=sum(roles.values()),
+                pss_by_role=roles,
                 bus_delay_s=report.median(ages) if ages else None,
                 queued=queued,
                 in_flight=self.book.in_flight(),

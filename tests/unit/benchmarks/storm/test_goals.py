@@ -21,14 +21,14 @@ DECISIONS = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
 def _sample(t: float, rss: float, points: int = 0, rate: float = 100.0) -> Sample:
     return Sample(
         t=t,
-        master_rss_mb=rss,
+        master_pss_mb=rss,
         bus_delay_s=0.1,
         queued=0,
         in_flight=1,
         returns_per_s=rate,
         minion_returns_per_s=rate,
         master_points=points,
-        rss_by_role={"MWorker default": rss - 100, "EventPublisher": 100.0},
+        pss_by_role={"MWorker default": rss - 100, "EventPublisher": 100.0},
     )
 
 
@@ -129,7 +129,7 @@ def test_missed_goals_say_by_how_much_and_bring_the_runs_data_on_why() -> None:
     why = text[text.index("## Why goals were missed") :]
     assert "- presence pings answered:" in why
     assert "a return waited about 20 s behind those in flight" in why
-    assert "- master RSS peak:" in why and "MWorker default +200 MiB" in why
+    assert "- master PSS peak:" in why and "MWorker default +200 MiB" in why
     assert "997 in the job cache" in why
     assert "events reached the consumer at 4150/s on average" in why
     assert "to be written" in why

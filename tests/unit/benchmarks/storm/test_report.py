@@ -35,13 +35,13 @@ def test_missing_returns_are_called_lost_only_when_the_storm_ran_to_its_end():
 def _sample(t: float, rss: dict[str, float]) -> Sample:
     return Sample(
         t=t,
-        master_rss_mb=sum(rss.values()),
+        master_pss_mb=sum(rss.values()),
         bus_delay_s=0.1,
         queued=0,
         in_flight=1,
         returns_per_s=100.0,
         minion_returns_per_s=100.0,
-        rss_by_role=rss,
+        pss_by_role=rss,
     )
 
 
