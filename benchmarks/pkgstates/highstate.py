@@ -39,6 +39,12 @@ class Variant:
 
 
 #: the master set-ups a run compares, by the name ``--variants`` takes
+#: seconds between looks at the fleet's logs for returns its minions gave up
+LOST_POLL_S: Final = 5.0
+#: what a minion logs when its job gives up sending a return (Salt 3008.3's
+#: words, which the simulator logs too)
+GAVE_UP: Final = "failed to return the job information for job {jid}"
+
 VARIANTS: Final = {
     "off": Variant(
         "today: pillar_reuse_loaders off (the default)",
@@ -83,6 +89,9 @@ class HighstateRound:
     minions_changed: int = 0
     minions_failed: int = 0
     first_failure: str | None = None
+    #: returns the minions gave up sending (each after its tries, as a
+    #: 3008.3 minion's job gives up): lost for good, the round cannot finish
+    lost: int = 0
     #: the save of the revision before the round (0 when there was none)
     save_s: float = 0.0
     #: minions whose applied states are those of the new revision
@@ -159,19 +168,43 @@ def count_visible(round_: HighstateRound, store: Any, ids: Sequence[str]) -> Non
     round_.applied.clear()
 
 
+def lost_returns(run_dir: Path, jid: str) -> int:
+    """How many returns of job ``jid`` the fleet's minions gave up sending,
+    from the logs of its worker processes."""
+    needle = GAVE_UP.format(jid=jid)
+    return sum(
+        path.read_text(errors="replace").count(needle)
+        for path in sorted(run_dir.glob("worker-*.log"))
+    )
+
+
 def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
+    """One round: until every minion returned or gave up its return (then
+    the round cannot finish: those returns are lost), or ``timeout``."""
+    import salt.utils.jid
+
+    run_dir = Path(stack.fleet.config.run_dir)
     with stack.client() as client:
+        jid = salt.utils.jid.gen_jid(client.opts)
         started = time.perf_counter()
+        next_look = started + LOST_POLL_S
         result = HighstateRound(0.0, 0)
-        for reply in client.cmd_iter(
-            "*", "state.apply", [SLS], timeout=timeout, full_return=False
+        for reply in client.cmd_iter_no_block(
+            "*", "state.apply", [SLS], timeout=timeout, jid=jid
         ):
-            for minion_id, data in reply.items():
+            for minion_id, data in (reply or {}).items():
                 result.arrivals.append(time.perf_counter() - started)
                 result.returns += 1
                 count_states(result, minion_id, data.get("ret"))
             if result.returns >= minions:
                 break
+            if time.perf_counter() >= next_look:
+                next_look = time.perf_counter() + LOST_POLL_S
+                result.lost = lost_returns(run_dir, jid)
+                if result.returns + result.lost >= minions:
+                    break
+            if reply is None:
+                time.sleep(0.01)  # what the blocking iterator sleeps
         result.seconds = time.perf_counter() - started
     result.arrivals.sort()
     return result
@@ -223,6 +256,7 @@ def run_highstate(
                 measured.rounds.append(round_)
                 progress(
                     f"  {round_.seconds:.1f} s, {round_.returns} returns, "
+                    f"{round_.lost} given up by their minions, "
                     f"{round_.states_changed} states changed, new revision "
                     f"applied on {round_.visible}"
                 )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import report
-from benchmarks.pkgstates.highstate import VariantRounds
+from benchmarks.pkgstates.highstate import HighstateRound, VariantRounds
 from benchmarks.pkgstates.measure import InProcessResult, SaveRound
 from benchmarks.pkgstates.options import PkgstatesOptions
 
@@ -84,13 +85,25 @@ def _save_rows(result: InProcessResult) -> list[list[str]]:
 
 def capped_rounds(v: VariantRounds, opts: PkgstatesOptions) -> int:
     """How many of a variant's rounds hit the round's time-out: some minion
-    had not returned when ``--timeout`` ran out, so the round's seconds are
-    the cap, not the time the round needed."""
-    return sum(1 for r in v.rounds if r.returns < opts.minions)
+    had neither returned nor given up its return when ``--timeout`` ran out,
+    so the round's seconds are the cap, not the time the round needed."""
+    return sum(1 for r in v.rounds if r.returns + r.lost < opts.minions)
+
+
+def lost_rounds(v: VariantRounds) -> int:
+    """How many of a variant's rounds cannot finish: a minion gave up its
+    return (its tries ran out), so the round's last return never comes."""
+    return sum(1 for r in v.rounds if r.lost)
+
+
+def _round_s(r: HighstateRound) -> float:
+    """A round's seconds; infinite for a round that cannot finish."""
+    return math.inf if r.lost else r.seconds
 
 
 def _median_s(v: VariantRounds) -> float:
-    return report.median([r.seconds for r in v.rounds])
+    """The median round; infinite when most rounds cannot finish."""
+    return report.median([_round_s(r) for r in v.rounds])
 
 
 def median_capped(v: VariantRounds, opts: PkgstatesOptions) -> bool:
@@ -113,6 +126,8 @@ def _ratio(
     mine_capped = median_capped(by_name[name], opts) and name != "off"
     if off_capped and mine_capped:
         return None
+    if math.isinf(_median_s(by_name["off"])) or math.isinf(_median_s(by_name[name])):
+        return None  # a round that cannot finish is no denominator
     ratio = _median_s(by_name[name]) / _median_s(by_name["off"])
     return (
         "<=" if off_capped and name != "off" else ">=" if mine_capped else ""
@@ -126,15 +141,23 @@ def _highstate_rows(
     for v in highstate:
         seconds = [r.seconds for r in v.rounds]
         capped = capped_rounds(v, opts)
+        lost = lost_rounds(v)
+        median = _median_s(v)
         rows.append(
             [
                 v.label,
-                f"{report.median(seconds):.1f}"
-                + (f" (cap hit in {capped} of {len(v.rounds)})" if capped else ""),
+                (
+                    f"does not finish ({lost} of {len(v.rounds)} rounds lost returns)"
+                    if math.isinf(median)
+                    else f"{median:.1f}"
+                    + (f" (cap hit in {capped} of {len(v.rounds)})" if capped else "")
+                    + (f" ({lost} of {len(v.rounds)} lost returns)" if lost else "")
+                ),
                 report.Runs(seconds).spread,
                 _ratio_cell(_ratio(highstate, v.name, opts)),
                 _visible_cell(v, opts),
                 f"{min(r.returns for r in v.rounds)} of {opts.minions}",
+                sum(r.lost for r in v.rounds),
                 sum(r.states_changed for r in v.rounds),
                 sum(r.states_failed for r in v.rounds),
                 sum(r.minions_failed for r in v.rounds),
@@ -176,11 +199,18 @@ def _highstate_lines(
         "Save-to-visible runs from the save to the last return of the round "
         "and counts only when every minion applied exactly the states the new "
         "revision resolves to for it. Variants run one after the other on the "
-        "same machine and database; `x off` divides medians. A round in which "
-        f"a minion had not returned when the {opts.timeout} s time-out ran out "
-        "hit the cap: its seconds are the cap, not what the round needed; a "
-        "median that is the cap makes `x off` a bound (`<=`, `>=`) and no goal "
-        "is judged on it.",
+        "same machine and database; `x off` divides medians. The simulated "
+        "minions send returns as 3008.3 minions do: each try waits 5-10 s "
+        "(`return_retry_timer`, `return_retry_timer_max`), and after 3 tries "
+        '(`return_retry_tries`) the job gives up and logs that it "failed to '
+        'return the job information": that return is lost for good and its '
+        "round cannot finish. A round ends when every minion has returned or "
+        "given up (its seconds then run to that moment and it counts as not "
+        "finished), or when the "
+        f"{opts.timeout} s time-out runs out with a minion that has done "
+        "neither (it hit the cap: its seconds are the cap, not what the round "
+        "needed; a median that is the cap makes `x off` a bound, `<=` or "
+        "`>=`, and no goal is judged on a bound that cannot decide it).",
         "",
         report.table(
             [
@@ -190,6 +220,7 @@ def _highstate_lines(
                 "x off",
                 "save-to-visible s (median)",
                 "returns / round",
+                "returns given up (all rounds)",
                 "states changed (all rounds)",
                 "states failed",
                 "minions failed",
@@ -219,7 +250,13 @@ def _highstate_lines(
             f"- {v.name}: "
             + "; ".join(
                 f"{r.seconds:.1f} s"
-                + (f" (cap: {r.returns} returns)" if r.returns < opts.minions else "")
+                + (
+                    f" (not finished: {r.returns} returns, {r.lost} given up)"
+                    if r.lost
+                    else f" (cap: {r.returns} returns)"
+                    if r.returns < opts.minions
+                    else ""
+                )
                 + f" / {r.visible}"
                 for r in v.rounds
             )
@@ -249,7 +286,10 @@ def highstate_goal_lines(
     lines = []
     ratio = _ratio(highstate, "on", opts)
     names = {v.name for v in highstate}
-    if ratio is None and {"off", "on"} <= names:
+    unfinished = _unfinished_goal_line(highstate)
+    if unfinished is not None:
+        lines.append(unfinished)
+    elif ratio is None and {"off", "on"} <= names:
         lines.append(
             f"- highstate round with pillar_reuse_loaders on <= {GOAL_ROUND_RATIO} "
             f"x off: not judged: both hit the {opts.timeout} s cap"
@@ -286,6 +326,37 @@ def highstate_goal_lines(
             + _verdict(seen == opts.minions)
         )
     return lines
+
+
+def _unfinished_goal_line(highstate: list[VariantRounds]) -> str | None:
+    """The round goal when off's or on's median round cannot finish (its
+    minions gave up returns); None when both finish."""
+    by_name = {v.name: v for v in highstate}
+    if not {"off", "on"} <= set(by_name):
+        return None
+    off, on = by_name["off"], by_name["on"]
+    off_s, on_s = _median_s(off), _median_s(on)
+    if not (math.isinf(off_s) or math.isinf(on_s)):
+        return None
+    head = (
+        f"- highstate round with pillar_reuse_loaders on <= {GOAL_ROUND_RATIO} x off: "
+    )
+
+    def lost(v: VariantRounds) -> str:
+        return (
+            f"{v.name}'s minions gave up {sum(r.lost for r in v.rounds)} returns "
+            f"in {lost_rounds(v)} of its {len(v.rounds)} rounds"
+        )
+
+    if math.isinf(on_s) and math.isinf(off_s):
+        return head + f"not judged: neither finishes a round ({lost(on)}; {lost(off)})"
+    if math.isinf(on_s):
+        return head + f"NOT met: on does not finish a round ({lost(on)})"
+    return head + (
+        f"met: on finishes its rounds (median {on_s:.1f} s, every return); off "
+        f"does not finish a round ({lost(off)}, lost for good), so no time "
+        "off could take is short enough to miss the goal"
+    )
 
 
 def render(

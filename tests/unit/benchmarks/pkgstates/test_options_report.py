@@ -4,22 +4,32 @@ the report must say how to run it again and whether each goal was met, by how mu
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from benchmarks import options
+from benchmarks.pkgstates import highstate
 from benchmarks.pkgstates.highstate import (
     HighstateRound,
     VariantRounds,
     count_states,
     count_visible,
+    lost_returns,
 )
 from benchmarks.pkgstates.measure import InProcessResult, SaveRound
 from benchmarks.pkgstates.options import (
     COMMAND,
     PkgstatesOptions,
 )
-from benchmarks.pkgstates.report import goal_lines, highstate_goal_lines
+from benchmarks.pkgstates.report import (
+    _highstate_rows,
+    capped_rounds,
+    goal_lines,
+    highstate_goal_lines,
+)
 
 
 def _parse(words: list[str]) -> PkgstatesOptions:
@@ -211,3 +221,108 @@ def test_a_capped_median_makes_the_ratio_a_bound_and_no_verdict() -> None:
     assert exact[0].endswith("0.50 x (425.0 s vs 850.0 s): NOT met (by 1.2x)")
     both = highstate_goal_lines([off, _capped("on", [910], [2])], opts)
     assert both[0].endswith("not judged: both hit the 900 s cap")
+
+
+def _lost(name: str, seconds: list[float], lost: list[int]) -> VariantRounds:
+    """Rounds of 4 minions in which ``lost`` returns were given up."""
+    rounds = [
+        HighstateRound(s, 4 - n, lost=n, visible=4 - n)
+        for s, n in zip(seconds, lost, strict=True)
+    ]
+    return VariantRounds(name, name, rounds)
+
+
+def test_a_variant_whose_minions_gave_up_returns_does_not_finish() -> None:
+    opts = _parse(["--minions", "4"])
+    # off ended its rounds early, when every minion had returned or given up
+    off = _lost("off", [95, 120, 80], [4, 1, 0])
+    lines = highstate_goal_lines([off, _capped("on", [560, 530, 570], [4] * 3)], opts)
+    assert lines[0] == (
+        "- highstate round with pillar_reuse_loaders on <= 0.4 x off: met: on "
+        "finishes its rounds (median 560.0 s, every return); off does not finish "
+        "a round (off's minions gave up 5 returns in 2 of its 3 rounds, lost for "
+        "good), so no time off could take is short enough to miss the goal"
+    )
+    # a round with a lost return is not one that hit the cap
+    assert capped_rounds(off, opts) == 0
+    rows = _highstate_rows([off], opts)
+    assert rows[0][1] == "does not finish (2 of 3 rounds lost returns)"
+    assert rows[0][6] == 5
+    both = highstate_goal_lines([off, _lost("on", [50, 60, 70], [1, 1, 0])], opts)
+    assert "not judged: neither finishes a round" in both[0]
+    worse = highstate_goal_lines(
+        [_capped("off", [900, 850, 800], [4] * 3), _lost("on", [5, 6, 7], [1, 1, 1])],
+        opts,
+    )
+    assert worse[0].endswith(
+        "NOT met: on does not finish a round (on's minions gave up 3 returns in "
+        "3 of its 3 rounds)"
+    )
+
+
+def test_lost_returns_are_read_from_the_fleets_logs_for_that_job_only(
+    tmp_path: Path,
+) -> None:
+    gave_up = (
+        "[evil_minions.returns][WARNING] {mid}: The minion failed to return the "
+        "job information for job {jid}. This is often due to the master being "
+        "shut down or overloaded.\n"
+    )
+    (tmp_path / "worker-0.log").write_text(
+        gave_up.format(mid="evil-0001", jid="111") * 2
+        + gave_up.format(mid="evil-0002", jid="222")
+    )
+    (tmp_path / "worker-1.log").write_text(gave_up.format(mid="evil-0003", jid="111"))
+    (tmp_path / "other.log").write_text(gave_up.format(mid="x", jid="111"))
+    assert lost_returns(tmp_path, "111") == 3
+    assert lost_returns(tmp_path, "333") == 0
+
+
+class _Client:
+    """A LocalClient whose job gets two returns, then nothing."""
+
+    def __init__(self) -> None:
+        self.opts: dict[str, Any] = {}
+        self.jid = ""
+
+    def __enter__(self) -> _Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def cmd_iter_no_block(self, *args: Any, jid: str, **kwargs: Any) -> Any:
+        self.jid = jid
+        yield {"evil-0001": {"ret": {}}}
+        yield None
+        yield {"evil-0002": {"ret": {}}}
+        while True:
+            yield None
+
+
+def test_a_round_ends_once_every_minion_returned_or_gave_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = _Client()
+
+    class Stack:
+        fleet = SimpleNamespace(config=SimpleNamespace(run_dir=str(tmp_path)))
+
+        def client(self) -> _Client:
+            return client
+
+    log = tmp_path / "worker-0.log"
+    log.write_text("")
+    real = highstate.lost_returns
+
+    def lost_after_the_returns(run_dir: Path, jid: str) -> int:
+        # the third minion gives up once the other two returned
+        log.write_text(f"evil-0003: failed to return the job information for job {jid}")
+        return real(run_dir, jid)
+
+    monkeypatch.setattr(highstate, "LOST_POLL_S", 0.0)
+    monkeypatch.setattr(highstate, "lost_returns", lost_after_the_returns)
+    round_ = highstate._round(Stack(), minions=3, timeout=60)
+    assert (round_.returns, round_.lost) == (2, 1)
+    assert client.jid  # the job's own jid, the one its minions log
+    assert round_.seconds < 30  # it did not wait for the time-out
