@@ -41,6 +41,11 @@ class Variant:
 #: the master set-ups a run compares, by the name ``--variants`` takes
 #: seconds between looks at the fleet's logs for returns its minions gave up
 LOST_POLL_S: Final = 5.0
+#: once every minion has returned or given up its return, seconds without a
+#: return after which the round ends: a given-up return whose try is still in
+#: the master's queue arrives late, and the master works its queue without
+#: pause, so a quiet this long means the returns still missing are lost
+QUIET_S: Final = 60.0
 #: what a minion logs when its job gives up sending a return (Salt 3008.3's
 #: words, which the simulator logs too)
 GAVE_UP: Final = "failed to return the job information for job {jid}"
@@ -90,7 +95,11 @@ class HighstateRound:
     minions_failed: int = 0
     first_failure: str | None = None
     #: returns the minions gave up sending (each after its tries, as a
-    #: 3008.3 minion's job gives up): lost for good, the round cannot finish
+    #: 3008.3 minion's job gives up); one whose try reached the master's
+    #: queue still arrives, late
+    given_up: int = 0
+    #: returns that never came: every minion had returned or given up and
+    #: the master sent none for QUIET_S; the round cannot finish
     lost: int = 0
     #: the save of the revision before the round (0 when there was none)
     save_s: float = 0.0
@@ -168,7 +177,7 @@ def count_visible(round_: HighstateRound, store: Any, ids: Sequence[str]) -> Non
     round_.applied.clear()
 
 
-def lost_returns(run_dir: Path, jid: str) -> int:
+def given_up_returns(run_dir: Path, jid: str) -> int:
     """How many returns of job ``jid`` the fleet's minions gave up sending,
     from the logs of its worker processes."""
     needle = GAVE_UP.format(jid=jid)
@@ -179,8 +188,9 @@ def lost_returns(run_dir: Path, jid: str) -> int:
 
 
 def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
-    """One round: until every minion returned or gave up its return (then
-    the round cannot finish: those returns are lost), or ``timeout``."""
+    """One round: until every minion returned; or until every minion returned
+    or gave up its return and none came for :data:`QUIET_S` (the missing
+    ones are lost); or until ``timeout``."""
     import salt.utils.jid
 
     run_dir = Path(stack.fleet.config.run_dir)
@@ -188,20 +198,27 @@ def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
         jid = salt.utils.jid.gen_jid(client.opts)
         started = time.perf_counter()
         next_look = started + LOST_POLL_S
+        last_return = started
         result = HighstateRound(0.0, 0)
         for reply in client.cmd_iter_no_block(
             "*", "state.apply", [SLS], timeout=timeout, jid=jid
         ):
             for minion_id, data in (reply or {}).items():
-                result.arrivals.append(time.perf_counter() - started)
+                last_return = time.perf_counter()
+                result.arrivals.append(last_return - started)
                 result.returns += 1
                 count_states(result, minion_id, data.get("ret"))
             if result.returns >= minions:
                 break
-            if time.perf_counter() >= next_look:
-                next_look = time.perf_counter() + LOST_POLL_S
-                result.lost = lost_returns(run_dir, jid)
-                if result.returns + result.lost >= minions:
+            now = time.perf_counter()
+            if now >= next_look:
+                next_look = now + LOST_POLL_S
+                result.given_up = given_up_returns(run_dir, jid)
+                if (
+                    result.returns + result.given_up >= minions
+                    and now - last_return >= QUIET_S
+                ):
+                    result.lost = minions - result.returns
                     break
             if reply is None:
                 time.sleep(0.01)  # what the blocking iterator sleeps
@@ -256,7 +273,8 @@ def run_highstate(
                 measured.rounds.append(round_)
                 progress(
                     f"  {round_.seconds:.1f} s, {round_.returns} returns, "
-                    f"{round_.lost} given up by their minions, "
+                    f"{round_.given_up} given up by their minions, "
+                    f"{round_.lost} lost, "
                     f"{round_.states_changed} states changed, new revision "
                     f"applied on {round_.visible}"
                 )

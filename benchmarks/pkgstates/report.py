@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import report
-from benchmarks.pkgstates.highstate import HighstateRound, VariantRounds
+from benchmarks.pkgstates.highstate import QUIET_S, HighstateRound, VariantRounds
 from benchmarks.pkgstates.measure import InProcessResult, SaveRound
 from benchmarks.pkgstates.options import PkgstatesOptions
 
@@ -84,15 +84,15 @@ def _save_rows(result: InProcessResult) -> list[list[str]]:
 
 
 def capped_rounds(v: VariantRounds, opts: PkgstatesOptions) -> int:
-    """How many of a variant's rounds hit the round's time-out: some minion
-    had neither returned nor given up its return when ``--timeout`` ran out,
-    so the round's seconds are the cap, not the time the round needed."""
+    """How many of a variant's rounds hit the round's time-out: a return was
+    missing when ``--timeout`` ran out and not known to be lost, so the
+    round's seconds are the cap, not the time the round needed."""
     return sum(1 for r in v.rounds if r.returns + r.lost < opts.minions)
 
 
 def lost_rounds(v: VariantRounds) -> int:
-    """How many of a variant's rounds cannot finish: a minion gave up its
-    return (its tries ran out), so the round's last return never comes."""
+    """How many of a variant's rounds cannot finish: a return never came
+    (its minion gave up and none of its tries reached the master)."""
     return sum(1 for r in v.rounds if r.lost)
 
 
@@ -157,7 +157,8 @@ def _highstate_rows(
                 _ratio_cell(_ratio(highstate, v.name, opts)),
                 _visible_cell(v, opts),
                 f"{min(r.returns for r in v.rounds)} of {opts.minions}",
-                sum(r.lost for r in v.rounds),
+                f"{sum(r.given_up for r in v.rounds)} / "
+                f"{sum(r.lost for r in v.rounds)}",
                 sum(r.states_changed for r in v.rounds),
                 sum(r.states_failed for r in v.rounds),
                 sum(r.minions_failed for r in v.rounds),
@@ -203,10 +204,12 @@ def _highstate_lines(
         "minions send returns as 3008.3 minions do: each try waits 5-10 s "
         "(`return_retry_timer`, `return_retry_timer_max`), and after 3 tries "
         '(`return_retry_tries`) the job gives up and logs that it "failed to '
-        'return the job information": that return is lost for good and its '
-        "round cannot finish. A round ends when every minion has returned or "
-        "given up (its seconds then run to that moment and it counts as not "
-        "finished), or when the "
+        'return the job information". A try that timed out may still sit in '
+        "the master's queue, so a given-up return can arrive late. A round "
+        "ends when every minion has returned; or when every minion has "
+        f"returned or given up and no return came for {QUIET_S:.0f} s (the "
+        "master works its queue without pause, so the returns still missing "
+        "are lost for good and the round does not finish); or when the "
         f"{opts.timeout} s time-out runs out with a minion that has done "
         "neither (it hit the cap: its seconds are the cap, not what the round "
         "needed; a median that is the cap makes `x off` a bound, `<=` or "
@@ -220,7 +223,7 @@ def _highstate_lines(
                 "x off",
                 "save-to-visible s (median)",
                 "returns / round",
-                "returns given up (all rounds)",
+                "returns given up / lost (all rounds)",
                 "states changed (all rounds)",
                 "states failed",
                 "minions failed",
@@ -251,7 +254,8 @@ def _highstate_lines(
             + "; ".join(
                 f"{r.seconds:.1f} s"
                 + (
-                    f" (not finished: {r.returns} returns, {r.lost} given up)"
+                    f" (not finished: {r.returns} returns, {r.lost} lost, "
+                    f"{r.given_up} given up)"
                     if r.lost
                     else f" (cap: {r.returns} returns)"
                     if r.returns < opts.minions
@@ -344,7 +348,7 @@ def _unfinished_goal_line(highstate: list[VariantRounds]) -> str | None:
 
     def lost(v: VariantRounds) -> str:
         return (
-            f"{v.name}'s minions gave up {sum(r.lost for r in v.rounds)} returns "
+            f"{sum(r.lost for r in v.rounds)} of {v.name}'s returns never came, "
             f"in {lost_rounds(v)} of its {len(v.rounds)} rounds"
         )
 
@@ -354,7 +358,7 @@ def _unfinished_goal_line(highstate: list[VariantRounds]) -> str | None:
         return head + f"NOT met: on does not finish a round ({lost(on)})"
     return head + (
         f"met: on finishes its rounds (median {on_s:.1f} s, every return); off "
-        f"does not finish a round ({lost(off)}, lost for good), so no time "
+        f"does not finish a round ({lost(off)}: lost for good), so no time "
         "off could take is short enough to miss the goal"
     )
 

@@ -17,7 +17,7 @@ from benchmarks.pkgstates.highstate import (
     VariantRounds,
     count_states,
     count_visible,
-    lost_returns,
+    given_up_returns,
 )
 from benchmarks.pkgstates.measure import InProcessResult, SaveRound
 from benchmarks.pkgstates.options import (
@@ -224,30 +224,31 @@ def test_a_capped_median_makes_the_ratio_a_bound_and_no_verdict() -> None:
 
 
 def _lost(name: str, seconds: list[float], lost: list[int]) -> VariantRounds:
-    """Rounds of 4 minions in which ``lost`` returns were given up."""
+    """Rounds of 4 minions in which ``lost`` returns never came."""
     rounds = [
-        HighstateRound(s, 4 - n, lost=n, visible=4 - n)
+        HighstateRound(s, 4 - n, given_up=n + 1, lost=n, visible=4 - n)
         for s, n in zip(seconds, lost, strict=True)
     ]
     return VariantRounds(name, name, rounds)
 
 
-def test_a_variant_whose_minions_gave_up_returns_does_not_finish() -> None:
+def test_a_variant_whose_returns_never_came_does_not_finish() -> None:
     opts = _parse(["--minions", "4"])
-    # off ended its rounds early, when every minion had returned or given up
-    off = _lost("off", [95, 120, 80], [4, 1, 0])
+    # off's rounds ended once every minion had returned or given up and the
+    # master had sent nothing for a while
+    off = _lost("off", [950, 990, 905], [4, 1, 0])
     lines = highstate_goal_lines([off, _capped("on", [560, 530, 570], [4] * 3)], opts)
     assert lines[0] == (
         "- highstate round with pillar_reuse_loaders on <= 0.4 x off: met: on "
         "finishes its rounds (median 560.0 s, every return); off does not finish "
-        "a round (off's minions gave up 5 returns in 2 of its 3 rounds, lost for "
+        "a round (5 of off's returns never came, in 2 of its 3 rounds: lost for "
         "good), so no time off could take is short enough to miss the goal"
     )
     # a round with a lost return is not one that hit the cap
     assert capped_rounds(off, opts) == 0
     rows = _highstate_rows([off], opts)
     assert rows[0][1] == "does not finish (2 of 3 rounds lost returns)"
-    assert rows[0][6] == 5
+    assert rows[0][6] == "8 / 5"
     both = highstate_goal_lines([off, _lost("on", [50, 60, 70], [1, 1, 0])], opts)
     assert "not judged: neither finishes a round" in both[0]
     worse = highstate_goal_lines(
@@ -255,12 +256,12 @@ def test_a_variant_whose_minions_gave_up_returns_does_not_finish() -> None:
         opts,
     )
     assert worse[0].endswith(
-        "NOT met: on does not finish a round (on's minions gave up 3 returns in "
+        "NOT met: on does not finish a round (3 of on's returns never came, in "
         "3 of its 3 rounds)"
     )
 
 
-def test_lost_returns_are_read_from_the_fleets_logs_for_that_job_only(
+def test_given_up_returns_are_read_from_the_fleets_logs_for_that_job_only(
     tmp_path: Path,
 ) -> None:
     gave_up = (
@@ -274,12 +275,12 @@ def test_lost_returns_are_read_from_the_fleets_logs_for_that_job_only(
     )
     (tmp_path / "worker-1.log").write_text(gave_up.format(mid="evil-0003", jid="111"))
     (tmp_path / "other.log").write_text(gave_up.format(mid="x", jid="111"))
-    assert lost_returns(tmp_path, "111") == 3
-    assert lost_returns(tmp_path, "333") == 0
+    assert given_up_returns(tmp_path, "111") == 3
+    assert given_up_returns(tmp_path, "333") == 0
 
 
 class _Client:
-    """A LocalClient whose job gets two returns, then nothing."""
+    """A LocalClient whose job gets one return, a late one, then nothing."""
 
     def __init__(self) -> None:
         self.opts: dict[str, Any] = {}
@@ -295,12 +296,13 @@ class _Client:
         self.jid = jid
         yield {"evil-0001": {"ret": {}}}
         yield None
+        # evil-0002 gave up (see the test), but its try was in the master's queue
         yield {"evil-0002": {"ret": {}}}
         while True:
             yield None
 
 
-def test_a_round_ends_once_every_minion_returned_or_gave_up(
+def test_a_given_up_return_can_still_come_and_the_rest_are_lost_after_a_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = _Client()
@@ -311,18 +313,16 @@ def test_a_round_ends_once_every_minion_returned_or_gave_up(
         def client(self) -> _Client:
             return client
 
-    log = tmp_path / "worker-0.log"
-    log.write_text("")
-    real = highstate.lost_returns
-
-    def lost_after_the_returns(run_dir: Path, jid: str) -> int:
-        # the third minion gives up once the other two returned
-        log.write_text(f"evil-0003: failed to return the job information for job {jid}")
-        return real(run_dir, jid)
+    def both_gave_up(run_dir: Path, jid: str) -> int:
+        assert (run_dir, jid) == (tmp_path, client.jid)
+        return 2  # evil-0002 and evil-0003
 
     monkeypatch.setattr(highstate, "LOST_POLL_S", 0.0)
-    monkeypatch.setattr(highstate, "lost_returns", lost_after_the_returns)
+    monkeypatch.setattr(highstate, "QUIET_S", 0.3)
+    monkeypatch.setattr(highstate, "given_up_returns", both_gave_up)
     round_ = highstate._round(Stack(), minions=3, timeout=60)
-    assert (round_.returns, round_.lost) == (2, 1)
+    # 1 return + 2 given up covered every minion at once; the round waited,
+    # counted evil-0002's late return and ended after the quiet
+    assert (round_.returns, round_.given_up, round_.lost) == (2, 2, 1)
     assert client.jid  # the job's own jid, the one its minions log
     assert round_.seconds < 30  # it did not wait for the time-out
