@@ -38,7 +38,6 @@ class Variant:
     master_opts: Mapping[str, Any]
 
 
-#: the master set-ups a run compares, by the name ``--variants`` takes
 #: seconds between looks at the fleet's logs for returns its minions gave up
 LOST_POLL_S: Final = 5.0
 #: once every minion has returned or given up its return, seconds without a
@@ -50,6 +49,7 @@ QUIET_S: Final = 60.0
 #: words, which the simulator logs too)
 GAVE_UP: Final = "failed to return the job information for job {jid}"
 
+#: the master set-ups a run compares, by the name ``--variants`` takes
 VARIANTS: Final = {
     "off": Variant(
         "today: pillar_reuse_loaders off (the default)",

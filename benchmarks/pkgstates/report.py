@@ -126,9 +126,10 @@ def _ratio(
     mine_capped = median_capped(by_name[name], opts) and name != "off"
     if off_capped and mine_capped:
         return None
-    if math.isinf(_median_s(by_name["off"])) or math.isinf(_median_s(by_name[name])):
+    mine, off = _median_s(by_name[name]), _median_s(by_name["off"])
+    if math.isinf(mine) or math.isinf(off):
         return None  # a round that cannot finish is no denominator
-    ratio = _median_s(by_name[name]) / _median_s(by_name["off"])
+    ratio = mine / off
     return (
         "<=" if off_capped and name != "off" else ">=" if mine_capped else ""
     ), ratio
