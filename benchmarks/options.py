@@ -6,14 +6,18 @@ once. From that class :func:`add_arguments` registers one flag per field,
 :func:`from_args` builds the value (a bad combination, refused by the class,
 becomes a usage error) and :func:`reproduce_command` writes the report's
 "Reproduce" line, naming only the fields that differ from their defaults.
+A class that derives from :class:`BenchOptions` and names its benchmark has
+that line as its :meth:`~BenchOptions.reproduce_command`.
 
 .. code-block:: python
 
     @dataclass(frozen=True)
-    class QuickOptions:
+    class QuickOptions(BenchOptions):
+        NAME: ClassVar[str] = "quick"
         minions: int = option(100, positive, "simulated minions")
 
-    QuickOptions(minions=50) -> "nox -s bench -- quick --minions 50"
+    QuickOptions(minions=50).reproduce_command()
+    # 'nox -s bench -- quick --minions 50'
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import field, fields
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Protocol, TypeVar
+
+#: how every benchmark's "Reproduce" line starts; the benchmark's name follows
+BENCH_COMMAND: Final = "nox -s bench --"
 
 
 class _Options(Protocol):
@@ -107,3 +114,31 @@ def reproduce_command(
         else:
             words.append(f"{flag(spec.name)} {word(current)}")
     return " ".join(words)
+
+
+class BenchOptions:
+    """The base of a benchmark's options dataclass: ``NAME`` is the word that
+    follows ``nox -s bench --`` for it."""
+
+    NAME: ClassVar[str]
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def command(cls) -> str:
+        """The command that runs the benchmark with its defaults."""
+        return f"{BENCH_COMMAND} {cls.NAME}"
+
+    def reproduce_command(self) -> str:
+        """The ``nox`` command that runs this again, naming only the fields
+        that differ from their defaults."""
+        return reproduce_command(self.command(), self, self.word)
+
+    @staticmethod
+    def word(value: Any) -> str:
+        """A field's value as its flag takes it: a tuple comma-separated, a
+        float without trailing zeros."""
+        if isinstance(value, tuple):
+            return ",".join(value)
+        if isinstance(value, float):
+            return f"{value:g}"
+        return str(value)

@@ -4,7 +4,8 @@ have packages with an ``options`` module of their own).
 Each class follows :mod:`benchmarks.options`: its field defaults are the
 benchmark's defaults, and nowhere else; the CLI registers one flag per field,
 the benchmark's ``run`` takes the value, and the report's "Reproduce" line is
-:meth:`reproduce_command`, naming only what differs from the defaults.
+:meth:`~benchmarks.options.BenchOptions.reproduce_command`, naming only what
+differs from the defaults.
 
 .. code-block:: python
 
@@ -15,15 +16,13 @@ the benchmark's ``run`` takes the value, and the report's "Reproduce" line is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
-from benchmarks.options import option, report_name, reproduce_command
+from benchmarks.options import BenchOptions, option, report_name
 from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
 from benchmarks.pillar import variant_list
 from harness.argtypes import positive
 
-#: how every "Reproduce" line starts; the benchmark's name follows
-COMMAND: Final = "nox -s bench --"
 #: medians with their spread need at least this many runs
 MIN_RUNS: Final = 3
 
@@ -36,22 +35,20 @@ def _at_least_three(runs: int) -> None:
 
 
 @dataclass(frozen=True)
-class MinionsOptions:
+class MinionsOptions(BenchOptions):
     """``minions``: start-up, fan-out and footprint of simulated minions."""
 
+    NAME: ClassVar[str] = "minions"
     minions: int = option(1000, positive, "simulated minions")
     processes: int = option(1, positive, "processes of the simulated fleet")
     rounds: int = option(3, positive, "runs of each fan-out command")
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again."""
-        return reproduce_command(f"{COMMAND} minions", self)
-
 
 @dataclass(frozen=True)
-class PillarOptions:
+class PillarOptions(BenchOptions):
     """``pillar``: file pillars vs PostgreSQL on a fleet, and the ext_pillar lookup."""
 
+    NAME: ClassVar[str] = "pillar"
     minions: int = option(1000, positive, "simulated minions")
     rounds: int = option(10, positive, "pillar.items and test.ping rounds per variant")
     workers: int = option(4, positive, "the master's worker_threads")
@@ -70,15 +67,12 @@ class PillarOptions:
         "report files in benchmarks/results/: NAME.md, NAME.json, NAME-rounds.png",
     )
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again."""
-        return reproduce_command(f"{COMMAND} pillar", self, _word)
-
 
 @dataclass(frozen=True)
-class InterfacesOptions:
+class InterfacesOptions(BenchOptions):
     """``interfaces``: loading every execution module with and without interfaces."""
 
+    NAME: ClassVar[str] = "interfaces"
     runs: int = option(3, positive, "runs of every variant, at least 3")
     loads: int = option(10, positive, "full loads per run")
     warmup: int = option(2, positive, "full loads before the counted ones")
@@ -87,15 +81,12 @@ class InterfacesOptions:
     def __post_init__(self) -> None:
         _at_least_three(self.runs)
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again."""
-        return reproduce_command(f"{COMMAND} interfaces", self)
-
 
 @dataclass(frozen=True)
-class QueryOptions:
+class QueryOptions(BenchOptions):
     """``query``: the query runner against cache.grains, names, a live fleet."""
 
+    NAME: ClassVar[str] = "query"
     minions: int = option(1000, positive, "minions in the cache")
     rounds: int = option(5, positive, "timed rounds of each query")
     running: int = option(900, positive, "simulated minions (live part)")
@@ -105,15 +96,12 @@ class QueryOptions:
     timeout: int = option(15, positive, "seconds the live part's jobs may take")
     no_live: bool = option(False, None, "skip the part that starts a stack")
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again."""
-        return reproduce_command(f"{COMMAND} query", self)
-
 
 @dataclass(frozen=True)
-class PillarCompileOptions:
+class PillarCompileOptions(BenchOptions):
     """``pillar-compile``: master CPU per ``_pillar`` request, pristine vs series."""
 
+    NAME: ClassVar[str] = "pillar-compile"
     fleet: int = option(1000, positive, "minions in top.sls")
     requests: int = option(200, positive, "requests counted per run")
     warmup: int = option(5, positive, "requests before the counted ones")
@@ -127,28 +115,14 @@ class PillarCompileOptions:
                 f"--fleet {self.fleet}"
             )
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again."""
-        return reproduce_command(f"{COMMAND} pillar-compile", self)
-
 
 @dataclass(frozen=True)
-class RouterOptions:
+class RouterOptions(BenchOptions):
     """``router``: pool router CPU per request, ``functions`` routes vs without."""
 
+    NAME: ClassVar[str] = "router"
     runs: int = option(5, positive, "runs of every layout, at least 3")
     requests: int = option(2000, positive, "requests per layout and run")
 
     def __post_init__(self) -> None:
         _at_least_three(self.runs)
-
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again."""
-        return reproduce_command(f"{COMMAND} router", self)
-
-
-def _word(value: object) -> str:
-    """A field's value as its flag takes it: a tuple comma-separated."""
-    if isinstance(value, tuple):
-        return ",".join(value)
-    return str(value)

@@ -9,20 +9,18 @@ the fields that differ.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
-from benchmarks.options import option, report_name, reproduce_command
+from benchmarks.options import BenchOptions, option, report_name
 from benchmarks.pkgstates.highstate import variant_names
 from harness.argtypes import positive
 
-#: how the report's "Reproduce" line starts
-COMMAND: Final = "nox -s bench -- pkgstates"
-
 
 @dataclass(frozen=True)
-class PkgstatesOptions:
+class PkgstatesOptions(BenchOptions):
     """How one run is sized and where its report goes."""
 
+    NAME: ClassVar[str] = "pkgstates"
     minions: int = option(1000, positive, "simulated minions")
     packages: int = option(200, positive, "package entries per state")
     installed: int = option(250, positive, "installed packages per minion")
@@ -64,13 +62,6 @@ class PkgstatesOptions:
                 f"--processes {self.processes} is more than --minions {self.minions}"
             )
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command that runs this again, naming only what differs
-        from the defaults.
 
-        .. code-block:: python
-
-            PkgstatesOptions(minions=50).reproduce_command()
-            # 'nox -s bench -- pkgstates --minions 50'
-        """
-        return reproduce_command(COMMAND, self)
+#: how the report's "Reproduce" line starts
+COMMAND: Final = PkgstatesOptions.command()

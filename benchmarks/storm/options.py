@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from benchmarks.options import option, report_name, reproduce_command
+from benchmarks.options import BenchOptions, option, report_name
 from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
-
-#: how the report's "Reproduce" line starts
-COMMAND: Final = "nox -s bench -- storm"
 
 #: ``--variants`` words and the variants each runs, in the order they run
 VARIANTS: Final[dict[str, tuple[str, ...]]] = {
@@ -51,9 +48,10 @@ def _exempt_pool(word: str) -> int:
 
 
 @dataclass(frozen=True)
-class StormOptions:
+class StormOptions(BenchOptions):
     """How one storm is run and where its report goes."""
 
+    NAME: ClassVar[str] = "storm"
     minions: int = option(1000, positive, "simulated minions")
     jobs: int = option(200, positive, "jobs in the storm")
     processes: int = option(2, positive, "processes of the simulated fleet")
@@ -129,22 +127,13 @@ class StormOptions:
             )
         return self.rate_limiting().master_options(default_pool)
 
-    def reproduce_command(self) -> str:
-        """The ``nox`` command line that runs this storm again, naming only
-        the options that differ from the defaults.
-
-        .. code-block:: python
-
-            StormOptions(jobs=400).reproduce_command()
-            # 'nox -s bench -- storm --jobs 400'
-        """
-        return reproduce_command(COMMAND, self, _word)
+    @staticmethod
+    def word(value: Any) -> str:
+        """A field's value as its flag takes it: both variants are ``both``."""
+        if isinstance(value, tuple) and set(value) == {"on", "off"}:
+            return "both"
+        return BenchOptions.word(value)
 
 
-def _word(value: Any) -> str:
-    """``value`` as its flag takes it."""
-    if isinstance(value, tuple):
-        return "both" if set(value) == {"on", "off"} else ",".join(value)
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+#: how the report's "Reproduce" line starts
+COMMAND: Final = StormOptions.command()
