@@ -17,21 +17,27 @@ from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
-#: ``--variants`` words and the variants each runs, in the order they run
-VARIANTS: Final[dict[str, tuple[str, ...]]] = {
-    "both": ("on", "off"),
-    "on": ("on",),
-    "off": ("off",),
-}
+#: the variants a storm can run, each on a master of its own with the same
+#: number of MWorkers: the limiter off (one pool), on (its exempt functions
+#: in a pool of their own), and ``pools``: the series' function-routed pools
+#: as the limiter-on master has them, without the limiter
+VARIANT_NAMES: Final = ("on", "off", "pools")
+#: ``--variants both``: what a storm runs by default, in this order
+BOTH: Final = ("on", "off")
 
 
 def _variants(word: str) -> tuple[str, ...]:
-    try:
-        return VARIANTS[word]
-    except KeyError:
+    """``both`` or a comma-separated list of :data:`VARIANT_NAMES`, in run order."""
+    if word == "both":
+        return BOTH
+    names = tuple(name.strip() for name in word.split(","))
+    unknown = [name for name in names if name not in VARIANT_NAMES]
+    if unknown or not names or len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(
-            f"invalid variants {word!r}: choose from {', '.join(VARIANTS)}"
-        ) from None
+            f"invalid variants {word!r}: both, or a comma-separated list "
+            f"without repetition of {', '.join(VARIANT_NAMES)}"
+        )
+    return names
 
 
 def _exempt_pool(word: str) -> int:
@@ -67,10 +73,12 @@ class StormOptions(BenchOptions):
         "calls per case of the decide() micro-benchmark",
     )
     variants: tuple[str, ...] = option(
-        VARIANTS["both"],
+        BOTH,
         _variants,
-        "run the limiter off, on, or both side by side (default)",
-        metavar="{off,on,both}",
+        "comma-separated, in run order: on (the limiter), off (one pool), "
+        "pools (on's worker pools without the limiter); both: on,off "
+        "(the default)",
+        metavar="VARIANTS",
     )
     max_master_jobs: int = option(
         RateLimiting().max_master_jobs,
@@ -114,6 +122,24 @@ class StormOptions(BenchOptions):
             max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
         ).with_slices(self.slice_min_targets)
 
+    def __post_init__(self) -> None:
+        if "pools" in self.variants and not self.exempt_pool:
+            raise ValueError(
+                "--variants pools needs an exempt pool (--exempt-pool 1 or more): "
+                "without one its master is the limiter-off master"
+            )
+
+    def master_options(self, variant: str) -> dict[str, Any] | None:
+        """The master options of ``variant`` beyond every storm master's:
+        None for ``off``; ``pools`` has ``on``'s worker pools and no
+        ``rate_limiting``."""
+        if variant == "off":
+            return None
+        options = self.limiter_master_options()
+        if variant == "pools":
+            return {"worker_pools": options["worker_pools"]}
+        return options
+
     def limiter_master_options(self, mworkers: int = WORKER_THREADS) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)
         with ``mworkers`` MWorkers in all, its exempt pool's included: the
@@ -129,8 +155,8 @@ class StormOptions(BenchOptions):
 
     @staticmethod
     def word(value: Any) -> str:
-        """A field's value as its flag takes it: both variants are ``both``."""
-        if isinstance(value, tuple) and set(value) == {"on", "off"}:
+        """A field's value as its flag takes it: the default variants are ``both``."""
+        if value == BOTH:
             return "both"
         return BenchOptions.word(value)
 

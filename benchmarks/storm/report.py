@@ -120,8 +120,14 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             if options.slice_min_targets
             else ""
         )
-        + f"Limiter off: one pool. Every variant's master has {WORKER_THREADS} "
-        "MWorkers in all. "
+        + "Limiter off: one pool. "
+        + (
+            "Pools (the series without the limiter): limiter on's worker pools, "
+            "function-routed, and no `rate_limiting`. "
+            if "pools" in options.variants
+            else ""
+        )
+        + f"Every variant's master has {WORKER_THREADS} MWorkers in all. "
         + _consumer_intro(options)
         + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "

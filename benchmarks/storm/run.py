@@ -23,7 +23,6 @@ from benchmarks.storm.options import StormOptions
 from benchmarks.storm.report import write_report
 from benchmarks.storm.variant import StormRun
 from harness.consumer import ConsumerSettings
-from harness.ratelimit import RateLimiting
 
 if TYPE_CHECKING:
     from harness.stack import Stack
@@ -45,26 +44,25 @@ def run(options: StormOptions) -> Path:
         flush=True,
     )
     cache_keys(options.minions)
-    limiters = {"off": None, "on": options.rate_limiting()}
     results = []
     with tempfile.TemporaryDirectory(prefix="saltfleet-storm-") as tmp:
         work = Path(tmp)
         work.chmod(0o755)
         for name in options.variants:
             print(
-                f"limiter {name}: {options.minions} minions, {options.jobs} jobs",
+                f"variant {name}: {options.minions} minions, {options.jobs} jobs",
                 flush=True,
             )
-            results.append(run_variant(name, limiters[name], options, work))
+            results.append(run_variant(name, options, work))
     return write_report(results, decisions, options)
 
 
-def run_variant(
-    name: str, limiter: RateLimiting | None, options: StormOptions, workdir: Path
-) -> VariantResult:
+def run_variant(name: str, options: StormOptions, workdir: Path) -> VariantResult:
     """One variant on a stack of its own under ``workdir``."""
+    limiter = options.rate_limiting() if name == "on" else None
     consumer = consumer_settings(name, options)
-    with _fleet_stack(limiter, options, workdir / f"stack-{name}", consumer) as stack:
+    stack_root = workdir / f"stack-{name}"
+    with _fleet_stack(name, options, stack_root, consumer) as stack:
         return StormRun(name, limiter, options, stack, consumer).run()
 
 
@@ -77,13 +75,13 @@ def consumer_settings(name: str, options: StormOptions) -> ConsumerSettings | No
 
 
 def _fleet_stack(
-    limiter: RateLimiting | None,
+    name: str,
     options: StormOptions,
     root: Path,
     consumer: ConsumerSettings | None,
 ) -> Stack:
-    """The master (rate limiting as ``limiter`` says, the consumer engine
-    on it) and the fleet, unstarted."""
+    """Variant ``name``'s master (the consumer engine on it) and the fleet,
+    unstarted."""
     from harness.fleet import (
         DEFAULT_EXEMPT_FUNCTIONS,
         FleetConfig,
@@ -95,7 +93,8 @@ def _fleet_stack(
     timing = TimingModel(
         default_latency=LatencySpec(*START_JITTER),
         state_duration=LatencySpec(*STATE_DURATION),
-        max_concurrent_jobs=(limiter or RateLimiting()).max_minion_jobs,
+        # every variant's minions alike, whether or not its master limits
+        max_concurrent_jobs=options.rate_limiting().max_minion_jobs,
         # pings never wait on the minion: they measure the master
         exempt_functions=DEFAULT_EXEMPT_FUNCTIONS | {"test.ping"},
     )
@@ -112,9 +111,9 @@ def _fleet_stack(
     return fleet_stack(
         options.minions,
         root=root,
-        # with the limiter, its exempt pool takes its share of the same
-        # WORKER_THREADS: equal masters
-        master_opts=options.limiter_master_options(WORKER_THREADS) if limiter else None,
+        # an exempt pool takes its share of the same WORKER_THREADS: equal
+        # masters
+        master_opts=options.master_options(name),
         fleet=fleet,
         worker_threads=WORKER_THREADS,
         consumer=consumer,

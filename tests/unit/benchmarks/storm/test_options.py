@@ -65,6 +65,8 @@ def test_no_flags_give_the_defaults() -> None:
         ["--max-wait", "90.5", "--exempt-pool", "0", "--variants", "off"],
         ["--consumer-rate", "0", "--slice-min-targets", "100"],
         ["--consumer-rate", "62.5"],
+        ["--variants", "off,pools,on"],
+        ["--variants", "on,off"],
         [
             *("--minions", "200", "--jobs", "10", "--processes", "1"),
             *("--submitters", "2", "--max-wait", "600", "--decide-calls", "5"),
@@ -88,7 +90,8 @@ def test_the_reproduce_line_names_the_report_when_it_is_not_the_default() -> Non
 @pytest.mark.parametrize(
     ("words", "message"),
     [
-        (["--variants", "all"], "choose from both, on, off"),
+        (["--variants", "all"], "comma-separated list without repetition of on"),
+        (["--variants", "on,on"], "without repetition"),
         (["--output-name", "../storm"], "invalid report name"),
         (["--output-name", "results/storm"], "invalid report name"),
         (["--max-wait", "0"], "must be more than 0 seconds"),
@@ -145,3 +148,24 @@ def test_the_limiter_on_master_has_as_many_mworkers_as_the_others(exempt) -> Non
 def test_an_exempt_pool_that_leaves_no_default_worker_is_refused() -> None:
     with pytest.raises(ValueError, match="leaves no MWorker of 4"):
         StormOptions(exempt_pool=4).limiter_master_options(4)
+
+
+def test_the_pools_master_has_the_limiter_on_pools_and_no_limiter() -> None:
+    options = StormOptions(variants=("on", "off", "pools"), exempt_pool=2)
+    on = options.master_options("on")
+    pools = options.master_options("pools")
+    assert on is not None and pools is not None
+    assert pools == {"worker_pools": on["worker_pools"]}
+    assert pools["worker_pools"]["exempt"]["worker_count"] == 2
+    assert "test.ping" in pools["worker_pools"]["exempt"]["functions"]
+    assert options.master_options("off") is None
+
+
+def test_variants_run_in_the_order_given() -> None:
+    assert _parse(["--variants", "pools, off"]).variants == ("pools", "off")
+    assert _parse(["--variants", "both"]).variants == ("on", "off")
+
+
+def test_pools_without_an_exempt_pool_is_refused() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="needs an exempt pool"):
+        _parse(["--variants", "pools", "--exempt-pool", "0"])
