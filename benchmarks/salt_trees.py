@@ -85,16 +85,24 @@ def describe_commits(src: Path, tag: str) -> str:
     return "; ".join(names)
 
 
-def extract_pristine_and_series(work: Path) -> tuple[dict[str, Path], str]:
-    """Pristine 3008.3 (``salt/UPSTREAM``'s tag) and the series (``HEAD``) of
-    ``salt/src``, extracted under ``work`` as ``pristine`` and ``series``, and
-    which commits they are (:func:`describe_commits`)."""
+def extract_pristine(work: Path) -> Path:
+    """Pristine 3008.3 (``salt/UPSTREAM``'s tag of ``salt/src``), extracted
+    under ``work`` as ``pristine``: the directory that holds its ``salt``."""
     layout = Layout.of_project()
     tag = read_upstream(layout.upstream_file).tag
+    return extract_tree(layout.src_dir, tag, work / "pristine")
+
+
+def extract_pristine_and_series(work: Path) -> tuple[dict[str, Path], str]:
+    """Pristine 3008.3 (:func:`extract_pristine`) and the series (``HEAD``)
+    of ``salt/src``, extracted under ``work`` as ``pristine`` and ``series``,
+    and which commits they are (:func:`describe_commits`)."""
+    layout = Layout.of_project()
     trees = {
-        "pristine": extract_tree(layout.src_dir, tag, work / "pristine"),
+        "pristine": extract_pristine(work),
         "series": extract_tree(layout.src_dir, "HEAD", work / "series"),
     }
+    tag = read_upstream(layout.upstream_file).tag
     return trees, describe_commits(layout.src_dir, tag)
 
 

@@ -140,6 +140,21 @@ class MasterSettings(MasterLayout):
     #: the event consumer engine (stores every event in :attr:`postgres`
     #: at a bounded rate); None: none
     consumer: ConsumerSettings | None = None
+    #: a directory holding a ``salt`` package the daemon imports instead of
+    #: the installed one (first on its ``PYTHONPATH``), such as pristine
+    #: 3008.3 for a benchmark; None: the installed Salt
+    salt_tree: Path | None = None
+
+    def environment(self) -> dict[str, str] | None:
+        """The daemon's environment: this one, with :attr:`salt_tree` first
+        on ``PYTHONPATH``; None (inherit) without a tree."""
+        if self.salt_tree is None:
+            return None
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, (str(self.salt_tree), env.get("PYTHONPATH")))
+        )
+        return env
 
 
 def render_config(
@@ -282,6 +297,7 @@ class Master:
             "salt-master",
             [salt_script("salt-master"), "-c", str(settings.conf_dir), "-l", "warning"],
             settings.stdout_log,
+            env=settings.environment(),
         )
 
     def start(self) -> None:

@@ -96,6 +96,9 @@ class StackSettings:
     #: the event consumer engine on the master, storing every event in the
     #: stack's database at a bounded rate (harness.consumer); None: none
     consumer: ConsumerSettings | None = None
+    #: the master imports the ``salt`` package in this directory instead of
+    #: the installed one (``MasterSettings.salt_tree``); None: the installed
+    master_salt_tree: Path | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StackSettings:
@@ -253,6 +256,7 @@ class Stack:
                 pillar_files=s.pillar_files,
                 pkgstates=s.pkgstates,
                 consumer=s.consumer,
+                salt_tree=s.master_salt_tree,
             ),
             self.listener,
         )
@@ -393,6 +397,7 @@ def fleet_stack(
     api: ApiSettings | None = None,
     pkgstates: bool = False,
     consumer: ConsumerSettings | None = None,
+    master_salt_tree: Path | None = None,
 ) -> Stack:
     """A stack of ``minions`` simulated minions and no real one, not started.
 
@@ -404,7 +409,8 @@ def fleet_stack(
     points the master at an existing PostgreSQL instead of an embedded one;
     ``api`` adds salt-api beside the master; ``pkgstates`` serves package
     states (:mod:`harness.pkgstate_master`); ``consumer`` adds the event consumer
-    engine.
+    engine; ``master_salt_tree`` runs the master on the ``salt`` package in
+    that directory (pristine 3008.3 beside the series, say).
 
     .. code-block:: python
 
@@ -428,5 +434,6 @@ def fleet_stack(
             api=api,
             pkgstates=pkgstates,
             consumer=consumer,
+            master_salt_tree=master_salt_tree,
         )
     )

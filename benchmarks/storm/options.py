@@ -9,6 +9,7 @@ that differ from them.
 from __future__ import annotations
 
 import argparse
+import copy
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -19,9 +20,20 @@ from harness.ratelimit import RateLimiting
 
 #: the variants a storm can run, each on a master of its own with the same
 #: number of MWorkers: the limiter off (one pool), on (its exempt functions
-#: in a pool of their own), and ``pools``: the series' function-routed pools
-#: as the limiter-on master has them, without the limiter
-VARIANT_NAMES: Final = ("on", "off", "pools")
+#: in a pool of their own), ``pools``: the series' function-routed pools as
+#: the limiter-on master has them, without the limiter, and ``tuned``:
+#: pristine 3008.3 with its own knobs (:data:`TUNED_OPTIONS`)
+VARIANT_NAMES: Final = ("on", "off", "pools", "tuned")
+#: what an operator who read 3008.3's documentation would set against a
+#: storm: asynchronous MWorkers and a worker pool of its own for ``publish``
+#: requests (3008.3 routes pools by request command, not by function)
+TUNED_OPTIONS: Final[dict[str, Any]] = {
+    "master_async_mworker": True,
+    "worker_pools": {
+        "publish": {"worker_count": 1, "commands": ["publish"]},
+        "default": {"worker_count": WORKER_THREADS - 1, "commands": ["*"]},
+    },
+}
 #: ``--variants both``: what a storm runs by default, in this order
 BOTH: Final = ("on", "off")
 
@@ -76,8 +88,8 @@ class StormOptions(BenchOptions):
         BOTH,
         _variants,
         "comma-separated, in run order: on (the limiter), off (one pool), "
-        "pools (on's worker pools without the limiter); both: on,off "
-        "(the default)",
+        "pools (on's worker pools without the limiter), tuned (pristine "
+        "3008.3: async MWorkers, a publish pool); both: on,off (the default)",
         metavar="VARIANTS",
     )
     max_master_jobs: int = option(
@@ -132,9 +144,11 @@ class StormOptions(BenchOptions):
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:
         None for ``off``; ``pools`` has ``on``'s worker pools and no
-        ``rate_limiting``."""
+        ``rate_limiting``; ``tuned`` 3008.3's own (:data:`TUNED_OPTIONS`)."""
         if variant == "off":
             return None
+        if variant == "tuned":
+            return copy.deepcopy(TUNED_OPTIONS)
         options = self.limiter_master_options()
         if variant == "pools":
             return {"worker_pools": options["worker_pools"]}

@@ -127,6 +127,14 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             if "pools" in options.variants
             else ""
         )
+        + (
+            "Tuned (what 3008.3 offers without the series): a master running "
+            "pristine 3008.3 with `master_async_mworker: True` and a worker pool "
+            "of its own for `publish` requests (`worker_pools` by command), "
+            "the default pool taking the rest. "
+            if "tuned" in options.variants
+            else ""
+        )
         + f"Every variant's master has {WORKER_THREADS} MWorkers in all. "
         + _consumer_intro(options)
         + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmarks.salt_trees import extract_pristine
 from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
@@ -48,21 +49,30 @@ def run(options: StormOptions) -> Path:
     with tempfile.TemporaryDirectory(prefix="saltfleet-storm-") as tmp:
         work = Path(tmp)
         work.chmod(0o755)
+        pristine = None
+        if "tuned" in options.variants:
+            print("extracting pristine 3008.3 for the tuned master", flush=True)
+            pristine = extract_pristine(work)
         for name in options.variants:
             print(
                 f"variant {name}: {options.minions} minions, {options.jobs} jobs",
                 flush=True,
             )
-            results.append(run_variant(name, options, work))
+            results.append(
+                run_variant(name, options, work, pristine if name == "tuned" else None)
+            )
     return write_report(results, decisions, options)
 
 
-def run_variant(name: str, options: StormOptions, workdir: Path) -> VariantResult:
-    """One variant on a stack of its own under ``workdir``."""
+def run_variant(
+    name: str, options: StormOptions, workdir: Path, salt_tree: Path | None = None
+) -> VariantResult:
+    """One variant on a stack of its own under ``workdir``; its master runs
+    the ``salt`` in ``salt_tree`` if one is given (the installed one else)."""
     limiter = options.rate_limiting() if name == "on" else None
     consumer = consumer_settings(name, options)
     stack_root = workdir / f"stack-{name}"
-    with _fleet_stack(name, options, stack_root, consumer) as stack:
+    with _fleet_stack(name, options, stack_root, consumer, salt_tree) as stack:
         return StormRun(name, limiter, options, stack, consumer).run()
 
 
@@ -79,9 +89,10 @@ def _fleet_stack(
     options: StormOptions,
     root: Path,
     consumer: ConsumerSettings | None,
+    salt_tree: Path | None,
 ) -> Stack:
-    """Variant ``name``'s master (the consumer engine on it) and the fleet,
-    unstarted."""
+    """Variant ``name``'s master (the consumer engine on it, the ``salt`` of
+    ``salt_tree`` if given) and the fleet, unstarted."""
     from harness.fleet import (
         DEFAULT_EXEMPT_FUNCTIONS,
         FleetConfig,
@@ -117,4 +128,5 @@ def _fleet_stack(
         fleet=fleet,
         worker_threads=WORKER_THREADS,
         consumer=consumer,
+        master_salt_tree=salt_tree,
     )

@@ -82,3 +82,24 @@ def test_master_keeps_its_ext_pillar_connections(tmp_path: Path) -> None:
     opts = render_config(_settings(tmp_path, postgres=pg), None)
     assert opts["postgres"]["pool_size"] == 1
     assert opts["postgres"]["db"] == "saltfleet"
+
+
+def test_a_salt_tree_is_what_the_masters_python_imports(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    tree = tmp_path / "pristine"
+    (tree / "salt").mkdir(parents=True)
+    (tree / "salt" / "__init__.py").write_text("TREE = 'pristine'\n")
+    settings = _settings(tmp_path / "m", salt_tree=tree)
+    env = settings.environment()
+    assert env is not None
+    imported = subprocess.run(
+        [sys.executable, "-c", "import salt; print(salt.TREE)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert imported.stdout.strip() == "pristine"
+    assert _settings(tmp_path / "m").environment() is None  # the installed Salt

@@ -169,3 +169,14 @@ def test_variants_run_in_the_order_given() -> None:
 def test_pools_without_an_exempt_pool_is_refused() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="needs an exempt pool"):
         _parse(["--variants", "pools", "--exempt-pool", "0"])
+
+
+def test_the_tuned_master_has_3008_3_knobs_and_as_many_mworkers() -> None:
+    from benchmarks.storm.accounting import WORKER_THREADS
+
+    tuned = StormOptions(variants=("tuned",)).master_options("tuned")
+    assert tuned is not None and tuned["master_async_mworker"] is True
+    pools = tuned["worker_pools"]
+    assert pools["publish"]["commands"] == ["publish"]
+    assert sum(pool["worker_count"] for pool in pools.values()) == WORKER_THREADS
+    assert "rate_limiting" not in tuned
