@@ -38,6 +38,12 @@ TUNED_OPTIONS: Final[dict[str, Any]] = {
 BOTH: Final = ("on", "off")
 
 
+#: what 3008.3's ``process_count_max: -1`` lets a minion run at once with a
+#: soft ``RLIMIT_NOFILE`` of 1024: (1024 - 100 reserved) // 5 descriptors
+#: per job process (``Minion._get_effective_process_count_max``)
+DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
+
+
 def _variants(word: str) -> tuple[str, ...]:
     """``both`` or a comma-separated list of :data:`VARIANT_NAMES`, in run order."""
     if word == "both":
@@ -119,6 +125,14 @@ class StormOptions(BenchOptions):
         "many minions as its max_master_jobs budget frees "
         "(rate_limiting:slices:min_targets); 0: no slices, every job to all "
         "its minions at once",
+    )
+    minion_jobs: int = option(
+        RateLimiting().max_minion_jobs,
+        positive,
+        "jobs a simulated minion runs at once, the rest waiting for a slot as "
+        "on a 3008.3 minion at process_count_max (default %(default)s, the "
+        "limiter's max_minion_jobs; 3008.3's own default, -1, allows "
+        f"{DEFAULT_MINION_PROCESS_LIMIT} with a soft RLIMIT_NOFILE of 1024)",
     )
     output_name: str = option(
         "storm",

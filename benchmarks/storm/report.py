@@ -98,7 +98,9 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         "",
         report.environment(),
         f"{options.minions} simulated minions (each runs at most "
-        f"{limits.max_minion_jobs} jobs at once), a storm of {options.jobs} jobs "
+        f"{options.minion_jobs} jobs at once and queues the rest, as a 3008.3 "
+        "minion at its `process_count_max`), a storm of "
+        f"{options.jobs} jobs "
         "to `*`: `test.sleep` of "
         f"{'/'.join(map(str, SLEEP_LENGTHS))} s and `state.apply` of "
         f"{STATE_DURATION[0]:g}-{STATE_DURATION[1]:g} s, alternating, each after a "

@@ -105,7 +105,7 @@ def _fleet_stack(
         default_latency=LatencySpec(*START_JITTER),
         state_duration=LatencySpec(*STATE_DURATION),
         # every variant's minions alike, whether or not its master limits
-        max_concurrent_jobs=options.rate_limiting().max_minion_jobs,
+        max_concurrent_jobs=options.minion_jobs,
         # pings never wait on the minion: they measure the master
         exempt_functions=DEFAULT_EXEMPT_FUNCTIONS | {"test.ping"},
     )

@@ -67,6 +67,7 @@ def test_no_flags_give_the_defaults() -> None:
         ["--consumer-rate", "62.5"],
         ["--variants", "off,pools,on"],
         ["--variants", "on,off"],
+        ["--minion-jobs", "184", "--variants", "off,tuned"],
         [
             *("--minions", "200", "--jobs", "10", "--processes", "1"),
             *("--submitters", "2", "--max-wait", "600", "--decide-calls", "5"),
@@ -180,3 +181,10 @@ def test_the_tuned_master_has_3008_3_knobs_and_as_many_mworkers() -> None:
     assert pools["publish"]["commands"] == ["publish"]
     assert sum(pool["worker_count"] for pool in pools.values()) == WORKER_THREADS
     assert "rate_limiting" not in tuned
+
+
+def test_the_minion_model_defaults_to_the_limiters_budget_per_minion() -> None:
+    from benchmarks.storm.options import DEFAULT_MINION_PROCESS_LIMIT
+
+    assert StormOptions().minion_jobs == StormOptions().rate_limiting().max_minion_jobs
+    assert DEFAULT_MINION_PROCESS_LIMIT == 184
