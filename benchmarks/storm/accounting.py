@@ -137,6 +137,8 @@ class VariantResult:
 
     name: str
     limiter: RateLimiting | None
+    #: which run of the storm this is, from 1 (every variant runs once per run)
+    run: int = 1
     submitted: int = 0
     accepted: int = 0
     rejected: int = 0
@@ -168,6 +170,11 @@ class VariantResult:
     pings_skipped: int = 0
     #: the event consumer on this variant's master; None: it had none
     consumer: ConsumerRun | None = None
+
+    @property
+    def label(self) -> str:
+        """The variant and its run, as a report's row names them."""
+        return f"{self.name} #{self.run}"
 
     @property
     def cut(self) -> bool:

@@ -100,6 +100,48 @@ def goals(
     return found
 
 
+def goals_over_runs(
+    results: list[VariantResult],
+    limits: RateLimiting,
+    decisions: list[DecideResult],
+) -> list[Goal]:
+    """:func:`goals` of each run (its variants side by side), folded into one
+    goal per name: met when more than half of the runs meet it (for an odd
+    number of runs, when the median run does), each run's own line below it.
+    A single run's goals are that run's."""
+    numbers = sorted({r.run for r in results})
+    per_run = {
+        n: goals([r for r in results if r.run == n], limits, decisions) for n in numbers
+    }
+    if len(numbers) == 1:
+        return per_run[numbers[0]]
+    by_name: dict[str, list[tuple[int, Goal]]] = {}
+    for n, found in per_run.items():
+        for goal in found:
+            by_name.setdefault(goal.name, []).append((n, goal))
+    return [_folded(name, runs, len(numbers)) for name, runs in by_name.items()]
+
+
+def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:
+    """One goal over ``total`` runs from the runs that measured it."""
+    met = sum(1 for _, goal in runs if goal.met)
+    measured = sum(1 for _, goal in runs if goal.met is not None)
+    if not measured:
+        verdict: bool | None = None
+        words = NOT_MEASURED
+    else:
+        verdict = met * 2 > total
+        words = f"met in {met} of {total} runs: " + _verdict(verdict)
+    line = "\n".join(
+        [f"- {name}: {words}"]
+        + [f"  - run {n}: {goal.line.removeprefix('- ')}" for n, goal in runs]
+    )
+    why = [
+        f"run {n}: {fact}" for n, goal in runs if goal.met is False for fact in goal.why
+    ]
+    return Goal(name, line, verdict, why)
+
+
 def _relative(
     what: str,
     on: VariantResult,
@@ -443,7 +485,7 @@ def _consumer_lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
 def goal_lines(found: list[Goal]) -> list[str]:
     """The goals section."""
     return [
-        "## Goals (limiter on vs off, same run)",
+        "## Goals (limiter on vs off, side by side in each run)",
         "",
         *(goal.line for goal in found),
         "",

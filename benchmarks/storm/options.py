@@ -80,6 +80,13 @@ class StormOptions(BenchOptions):
     jobs: int = option(200, positive, "jobs in the storm")
     processes: int = option(2, positive, "processes of the simulated fleet")
     submitters: int = option(4, positive, "client threads submitting the storm")
+    runs: int = option(
+        3,
+        positive,
+        "runs of every variant, in a rotated order; the headline numbers are "
+        "medians over the runs with their range, a goal is met when the median "
+        "run meets it",
+    )
     max_wait: float = option(
         1800,
         positive_seconds,

@@ -49,7 +49,7 @@ def _panel(
         points = [(s.t, value(s)) for s in r.samples if value(s) is not None]
         if points:
             xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, label=f"limiter {r.name}", linewidth=1)
+            ax.plot(xs, ys, label=r.name, linewidth=1)
     ax.set_ylabel(title, fontsize=8)
     ax.grid(alpha=0.3)
 
@@ -61,7 +61,7 @@ def _pings_panel(ax: Any, results: list[VariantResult]) -> None:
                 [p.t for p in r.pings],
                 [p.seconds for p in r.pings],
                 s=4,
-                label=f"limiter {r.name}",
+                label=r.name,
             )
     # a ping above this line was not answered in time: the headline counts it
     ax.axhline(
@@ -101,7 +101,7 @@ def consumer_plot(results: list[VariantResult], name: str) -> Path:
                 ax.plot(
                     [p.t for p in points],
                     [value(p) for p in points],
-                    label=f"limiter {r.name}",
+                    label=r.name,
                     linewidth=1,
                 )
         ax.set_ylabel(title, fontsize=8)

@@ -28,7 +28,7 @@ from benchmarks.storm.goals import (
     answered_words,
     completed_words,
     goal_lines,
-    goals,
+    goals_over_runs,
     why_lines,
 )
 from benchmarks.storm.options import StormOptions
@@ -44,11 +44,13 @@ def write_report(
     """Write the report, its plots and its data under ``options.output_name``;
     return the report's path."""
     lines = report_lines(results, decisions, options)
-    plot = timeline_plot(results, options.output_name)
-    lines += ["", f"![storm over time]({plot.name})"]
-    if any(r.consumer and r.consumer.points for r in results):
-        consumer = consumer_plot(results, options.output_name)
-        lines += ["", f"![event consumer over time]({consumer.name})"]
+    # one run of each variant: every run's lines in one panel would hide them
+    first = [r for r in results if r.run == 1]
+    plot = timeline_plot(first, options.output_name)
+    lines += ["", f"![storm over time, run 1]({plot.name})"]
+    if any(r.consumer and r.consumer.points for r in first):
+        consumer = consumer_plot(first, options.output_name)
+        lines += ["", f"![event consumer over time, run 1]({consumer.name})"]
     report.write_data(
         options.output_name,
         {
@@ -64,11 +66,12 @@ def report_lines(
 ) -> list[Any]:
     """The report's Markdown, section by section (no plot)."""
     limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
-    found = goals(results, limits, decisions)
+    found = goals_over_runs(results, limits, decisions)
     return [
         *_intro(limits, options),
         *goal_lines(found),
         *why_lines(found),
+        *_headline(results),
         *_end_counts(results),
         *_over_time(results),
         *_ping_section(results),
@@ -152,7 +155,7 @@ Column = tuple[str, Callable[[VariantResult], Any]]
 
 #: jobs and returns at the end
 END_COUNTS: Final[tuple[Column, ...]] = (
-    ("limiter", lambda r: r.name),
+    ("variant", lambda r: r.label),
     ("jobs submitted", lambda r: r.submitted),
     ("accepted", lambda r: r.accepted),
     ("rejected", lambda r: r.rejected),
@@ -178,7 +181,7 @@ END_COUNTS: Final[tuple[Column, ...]] = (
 
 #: what the sampler saw over the storm
 OVER_TIME: Final[tuple[Column, ...]] = (
-    ("limiter", lambda r: r.name),
+    ("variant", lambda r: r.label),
     ("storm s (ended by)", lambda r: f"{r.storm_s:.0f} ({r.ended_by})"),
     ("submit s", lambda r: f"{r.submit_s:.1f}"),
     ("master PSS peak MiB", lambda r: f"{r.peak_pss_mb:.0f}"),
@@ -206,7 +209,7 @@ OVER_TIME: Final[tuple[Column, ...]] = (
 
 #: the presence pings, split into publish, first and last return
 PINGS: Final[tuple[Column, ...]] = (
-    ("limiter", lambda r: r.name),
+    ("variant", lambda r: r.label),
     ("answered in time", lambda r: answered_words(r)),
     ("completed p50 / p99 s", lambda r: completed_words(r)),
     ("publish p50 / p99", lambda r: _ping_cell([p.publish_s for p in r.pings])),
@@ -221,6 +224,67 @@ def _table(results: list[VariantResult], columns: Sequence[Column]) -> str:
         [header for header, _ in columns],
         [tuple(cell(r) for _, cell in columns) for r in results],
     )
+
+
+#: the headline measures: a name and its value in one run (None: not measured)
+HEADLINE: Final[tuple[tuple[str, Callable[[VariantResult], float | None]], ...]] = (
+    (
+        "pings answered in time %",
+        lambda r: (
+            None if r.ping_answered_share is None else 100 * r.ping_answered_share
+        ),
+    ),
+    ("completed ping p50 s", lambda r: r.answered_ping_percentile(50)),
+    ("completed ping p99 s", lambda r: r.answered_ping_percentile(99)),
+    ("storm s", lambda r: r.storm_s),
+    (
+        "master CPU ms per return",
+        lambda r: (
+            1000 * r.master_cpu_s / r.received_cache if r.received_cache else None
+        ),
+    ),
+    ("master PSS peak MiB", lambda r: r.peak_pss_mb),
+    ("lost returns", lambda r: r.missing_returns if not r.cut else None),
+)
+
+
+def _headline(results: list[VariantResult]) -> list[Any]:
+    """Per variant, the median of each headline measure over the runs and
+    its range; runs cut by ``--max-wait`` are counted apart."""
+    names = list(dict.fromkeys(r.name for r in results))
+    rows = []
+    for name in names:
+        runs = [r for r in results if r.name == name]
+        cut = sum(1 for r in runs if r.cut)
+        cells: list[Any] = [name, f"{len(runs)}" + (f" ({cut} cut)" if cut else "")]
+        for _, value in HEADLINE:
+            cells.append(_median_cell([value(r) for r in runs if not r.cut]))
+        rows.append(cells)
+    return [
+        "## Headline: medians over the runs",
+        "",
+        report.table(["variant", "runs", *(h for h, _ in HEADLINE)], rows),
+        "",
+        "Each cell is the median over the variant's runs, its lowest and highest "
+        "value in brackets. A run cut short by `--max-wait` is left out of every "
+        "median (its storm time is the cap, not what the storm needed); "
+        "completed pings are those every target answered within the timeout, "
+        "so their times never include the timeout; master CPU per return "
+        "divides the master's CPU seconds over the storm by the returns in its "
+        "job cache.",
+        "",
+    ]
+
+
+def _median_cell(values: list[float | None]) -> str:
+    """``12.3 (11.0-14.1)``; ``-`` without a measured value."""
+    measured = [v for v in values if v is not None]
+    if not measured:
+        return "-"
+    middle = report.median(measured)
+    if len(measured) == 1:
+        return f"{middle:.1f}"
+    return f"{middle:.1f} ({min(measured):.1f}-{max(measured):.1f})"
 
 
 def _end_counts(results: list[VariantResult]) -> list[Any]:
@@ -304,7 +368,7 @@ def _memory_section(results: list[VariantResult]) -> list[Any]:
         "consumer's table).",
         "",
         report.table(
-            ["limiter", "process", "first MiB", "end MiB", "growth MiB"],
+            ["variant", "process", "first MiB", "end MiB", "growth MiB"],
             [row for r in results for row in _pss_growth_rows(r)],
         ),
         "",
@@ -351,7 +415,7 @@ def _consumer_intro(options: StormOptions) -> str:
 
 #: the consumer, per variant
 CONSUMER: Final[tuple[Column, ...]] = (
-    ("limiter", lambda r: r.name),
+    ("variant", lambda r: r.label),
     ("events/s in (storm average)", lambda r: _consumer_rate_in(r)),
     ("stores events/s", lambda r: f"{r.consumer.rate:g}" if r.consumer else "-"),
     ("backlog peak (at s)", lambda r: _consumer_peak(r)),
@@ -418,7 +482,7 @@ def _pss_growth_rows(result: VariantResult) -> list[tuple[Any, ...]]:
         key=lambda row: row[1] - row[2],
     )
     return [
-        (result.name, name, f"{start:.0f}", f"{end:.0f}", f"{end - start:+.0f}")
+        (result.label, name, f"{start:.0f}", f"{end:.0f}", f"{end - start:+.0f}")
         for name, start, end in growth[:PSS_ROLES_SHOWN]
     ]
 

@@ -8,11 +8,12 @@ on it) and writes the report.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmarks.salt_trees import extract_pristine
+from benchmarks.salt_trees import extract_pristine, rotated
 from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
@@ -53,27 +54,35 @@ def run(options: StormOptions) -> Path:
         if "tuned" in options.variants:
             print("extracting pristine 3008.3 for the tuned master", flush=True)
             pristine = extract_pristine(work)
-        for name in options.variants:
-            print(
-                f"variant {name}: {options.minions} minions, {options.jobs} jobs",
-                flush=True,
-            )
-            results.append(
-                run_variant(name, options, work, pristine if name == "tuned" else None)
-            )
+        for run_no in range(1, options.runs + 1):
+            for name in rotated(options.variants, run_no - 1):
+                print(
+                    f"run {run_no} of {options.runs}, variant {name}: "
+                    f"{options.minions} minions, {options.jobs} jobs",
+                    flush=True,
+                )
+                tree = pristine if name == "tuned" else None
+                results.append(run_variant(name, options, work, tree, run_no))
     return write_report(results, decisions, options)
 
 
 def run_variant(
-    name: str, options: StormOptions, workdir: Path, salt_tree: Path | None = None
+    name: str,
+    options: StormOptions,
+    workdir: Path,
+    salt_tree: Path | None = None,
+    run_no: int = 1,
 ) -> VariantResult:
-    """One variant on a stack of its own under ``workdir``; its master runs
-    the ``salt`` in ``salt_tree`` if one is given (the installed one else)."""
+    """Run ``run_no`` of one variant on a stack of its own under ``workdir``
+    (removed after it); its master runs the ``salt`` in ``salt_tree`` if one
+    is given (the installed one else)."""
     limiter = options.rate_limiting() if name == "on" else None
     consumer = consumer_settings(name, options)
-    stack_root = workdir / f"stack-{name}"
+    stack_root = workdir / f"stack-{name}-{run_no}"
     with _fleet_stack(name, options, stack_root, consumer, salt_tree) as stack:
-        return StormRun(name, limiter, options, stack, consumer).run()
+        result = StormRun(name, limiter, options, stack, consumer, run_no).run()
+    shutil.rmtree(stack_root, ignore_errors=True)
+    return result
 
 
 def consumer_settings(name: str, options: StormOptions) -> ConsumerSettings | None:

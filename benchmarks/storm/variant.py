@@ -102,6 +102,7 @@ class StormRun:
         options: StormOptions,
         stack: Stack,
         consumer: ConsumerSettings | None = None,
+        run: int = 1,
     ) -> None:
         if stack.master is None or stack.listener is None or stack.fleet is None:
             raise RuntimeError("the storm needs a started stack with a fleet")
@@ -112,7 +113,7 @@ class StormRun:
         self.options = options
         self.consumer = consumer
         self.lock = threading.RLock()
-        self.result = VariantResult(name, limiter)
+        self.result = VariantResult(name, limiter, run)
         self.book = JobBook(self.lock)
         self.book.limited = limiter is not None
         self.probe = QueueProbe(stack.master.settings.sock_dir)

@@ -219,3 +219,43 @@ def test_a_storm_cut_by_max_wait_is_never_the_divisor_of_its_duration() -> None:
     on.ended_by, off.ended_by = "max wait of 1800s reached", "all returns"
     (duration,) = [g for g in goals([on, off], LIMITS, DECISIONS) if "dur" in g.name]
     assert duration.met is None and duration.line.endswith("not measured")
+
+
+def _runs(on_seconds: tuple[float, ...]) -> list[VariantResult]:
+    """A run per value: the limiter-on storm that long, off's 1000 s."""
+    results = []
+    for run, on_s in enumerate(on_seconds, start=1):
+        for name, seconds in (("on", on_s), ("off", 1000.0)):
+            result = _variant(
+                name, storm_s=seconds, ping_s=1.0, rss=1000, backlogs=[0, 5]
+            )
+            result.run = run
+            results.append(result)
+    return results
+
+
+def test_over_runs_a_goal_is_met_when_the_median_run_meets_it() -> None:
+    from benchmarks.storm.goals import goals_over_runs
+
+    # the storm with the limiter on takes 1.0x, 1.3x and 1.05x of off's
+    results = _runs((1000, 1300, 1050))
+    found = {g.name: g for g in goals_over_runs(results, LIMITS, DECISIONS)}
+    duration = found["storm duration"]
+    assert duration.met is True
+    assert duration.line.startswith("- storm duration: met in 2 of 3 runs: met")
+    assert "  - run 2: storm duration on 1300 s vs off 1000 s: 1.30x" in duration.line
+    assert all(fact.startswith("run 2: ") for fact in duration.why)
+
+
+def test_over_runs_a_goal_missed_in_most_runs_is_not_met() -> None:
+    from benchmarks.storm.goals import goals_over_runs
+
+    results = _runs((1300, 1300, 1000))
+    found = {g.name: g for g in goals_over_runs(results, LIMITS, DECISIONS)}
+    assert found["storm duration"].met is False
+    assert "met in 1 of 3 runs: NOT met" in found["storm duration"].line
+    # one run: its own goals, unchanged
+    single = goals_over_runs(results[:2], LIMITS, DECISIONS)
+    assert [g.line for g in single] == [
+        g.line for g in goals(results[:2], LIMITS, DECISIONS)
+    ]

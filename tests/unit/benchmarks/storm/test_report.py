@@ -77,8 +77,8 @@ def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
     # the ping that never got a first return is counted, not dropped
     assert "(1 never)" in text
     # the process that grew most comes first
-    assert text.index("| on | MWorker default | 400 | 450 | +50 |") < text.index(
-        "| on | RateLimitQueueManager | 90 | 91 | +1 |"
+    assert text.index("| on #1 | MWorker default | 400 | 450 | +50 |") < text.index(
+        "| on #1 | RateLimitQueueManager | 90 | 91 | +1 |"
     )
     assert "worker pool of their own with 1 MWorker(s)" in text
     assert "by 3 client threads" in text
@@ -97,8 +97,8 @@ def test_the_end_counts_show_retries_duplicates_give_ups_and_losses() -> None:
     lines = report_lines([_limiter_on(), off], decisions, StormOptions(minions=10))
     text = "\n".join(map(str, lines))
     table = text[text.index("## End counts") :]
-    header = next(line for line in table.splitlines() if line.startswith("| limiter"))
-    row = next(line for line in table.splitlines() if line.startswith("| off |"))
+    header = next(line for line in table.splitlines() if line.startswith("| variant"))
+    row = next(line for line in table.splitlines() if line.startswith("| off #1 |"))
     cells = dict(zip(header.split("|"), row.split("|"), strict=True))
     assert cells[" lost "] == " 3 "
     assert cells[" duplicate returns (bus) "] == " 4 "
@@ -146,8 +146,8 @@ def test_output_name_names_the_report_its_plot_and_its_data(
         "storm-long-400.json",
         "storm-long-400.md",
     ]
-    assert "![storm over time](storm-long-400-timeline.png)" in path.read_text()
-    assert "![event consumer over time](storm-long-400-consumer.png)" in (
+    assert "![storm over time, run 1](storm-long-400-timeline.png)" in path.read_text()
+    assert "![event consumer over time, run 1](storm-long-400-consumer.png)" in (
         path.read_text()
     )
     data = json.loads((tmp_path / "storm-long-400.json").read_text())
@@ -177,7 +177,7 @@ def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> N
     # limiter, events/s in, rate, peak (at s), final, trend, RSS peak / final,
     # received, stored, rows, failed writes
     assert (
-        "| on | 200 | 150 | 150 (3) | 150 | +50.0 | 60 | 60 | 600 | 450 | 450 | 0 |"
+        "| on #1 | 200 | 150 | 150 (3) | 150 | +50.0 | 60 | 60 | 600 | 450 | 450 | 0 |"
         in text
     )
     assert "--slice-min-targets 50" in text
@@ -194,9 +194,27 @@ def test_the_driver_cpu_is_reported_apart_from_the_masters() -> None:
         str(line) for line in report_lines([on], [], StormOptions(minions=10, jobs=2))
     )
     header = next(line for line in text.splitlines() if "master CPU s" in line)
-    row = next(line for line in text.splitlines() if line.startswith("| on | 0 ("))
+    row = next(line for line in text.splitlines() if line.startswith("| on #1 | 0 ("))
     cells = dict(zip(header.split("|"), row.split("|"), strict=True))
     assert (cells[" master CPU s "], cells[" driver CPU s "]) == (" 100 ", " 37 ")
     # the limiter-on master's exempt MWorker is one of the same four
     assert "beside the 3 of the default pool" in text
     assert "Every variant's master has 4 MWorkers in all" in text
+
+
+def test_the_headline_is_the_median_of_the_runs_with_their_range() -> None:
+    from benchmarks.storm.report import _headline
+
+    runs = []
+    for run, storm_s in enumerate((100.0, 300.0, 200.0), start=1):
+        result = VariantResult("off", None, run, expected_returns=10, received_cache=10)
+        result.ended_by = "all expected returns arrived"
+        result.storm_s = storm_s
+        runs.append(result)
+    cut = VariantResult("off", None, 4, expected_returns=10, received_cache=2)
+    cut.ended_by = "max wait 1800s"
+    cut.storm_s = 1800.0
+    text = "\n".join(map(str, _headline([*runs, cut])))
+    row = next(line for line in text.splitlines() if line.startswith("| off |"))
+    # the cut run is counted, and left out of the medians: 1800 s is the cap
+    assert row.startswith("| off | 4 (1 cut) | - | - | - | 200.0 (100.0-300.0) |")
