@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import field, fields
+from dataclasses import MISSING, Field, field, fields
 from typing import Any, ClassVar, Final, Protocol, TypeVar
 
 #: how every benchmark's "Reproduce" line starts; the benchmark's name follows
@@ -47,10 +47,32 @@ def option(
     argparse type (None: a flag without a value, for a bool that is False by
     default), ``text`` the help, ``extra`` more ``add_argument`` keywords.
     The help of a flag with a value ends in ``(default: <default>)`` unless
-    ``text`` says its default itself."""
-    return field(
-        default=default, metadata={"parse": parse, "help": text, "extra": extra}
-    )
+    ``text`` says its default itself. A ``default`` that is a
+    :class:`FromSalt` is read when an options value or a parser is made, so
+    a default Salt owns is never restated."""
+    meta = {"parse": parse, "help": text, "extra": extra}
+    if isinstance(default, FromSalt):
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+class FromSalt:
+    """A default read from Salt when it is needed: ``FromSalt(lambda:
+    RateLimiting().max_master_jobs)``."""
+
+    def __init__(self, read: Callable[[], Any]) -> None:
+        self.read = read
+
+    def __call__(self) -> Any:
+        """The default as Salt has it now."""
+        return self.read()
+
+
+def default_of(spec: Field[Any]) -> Any:
+    """The default of an :func:`option` field, read now."""
+    if spec.default_factory is not MISSING:
+        return spec.default_factory()
+    return spec.default
 
 
 def report_name(value: str) -> str:
@@ -81,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser, options: type[_Options]) -> N
             parser.add_argument(
                 flag(spec.name),
                 type=meta["parse"],
-                default=spec.default,
+                default=default_of(spec),
                 help=text,
                 **meta["extra"],
             )
@@ -107,7 +129,7 @@ def reproduce_command(
     words = [command]
     for spec in fields(value):
         current = getattr(value, spec.name)
-        if current == spec.default:
+        if current == default_of(spec):
             continue
         if isinstance(current, bool):
             words.append(flag(spec.name))

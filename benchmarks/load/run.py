@@ -48,6 +48,7 @@ from harness.processes import ManagedProcess
 from harness.ratelimit import RateLimiting
 
 if TYPE_CHECKING:
+    from benchmarks.load.options import LoadOptions
     from harness.fleet import SimulatedFleet
     from harness.stack import Stack
 
@@ -141,6 +142,34 @@ class LoadSettings:
     keys_dir: Path | None = None
     #: the command line shown as how to regenerate the report
     command: str = ""
+
+    @classmethod
+    def of(cls, opts: LoadOptions) -> LoadSettings:
+        """The run the command line's options describe."""
+        return cls(
+            minions=opts.minions,
+            processes=opts.processes,
+            profile=opts.profile(),
+            variants=opts.variants,
+            workers=LocustWorkers(
+                local=opts.workers,
+                remote=opts.remote_workers,
+                bind_host=opts.bind_host,
+                port=opts.master_port,
+            ),
+            submissions=opts.submissions,
+            max_master_jobs=opts.max_master_jobs,
+            max_queue=opts.max_queue,
+            exempt_pool=opts.exempt_pool,
+            exempt=opts.exempt,
+            slice_min_targets=opts.slice_min_targets,
+            presence_targets=opts.presence_targets,
+            group_size=opts.group_size,
+            api_host=opts.api_host,
+            name=opts.name,
+            workdir=Path(opts.workdir).resolve() if opts.workdir else None,
+            command=opts.reproduce_command(),
+        )
 
 
 @dataclass

@@ -201,6 +201,11 @@ def test_defaults_are_read_from_salt_not_restated(monkeypatch) -> None:
     assert (settings.max_master_jobs, settings.max_queue) == (1234, 56)
     args = build_parser().parse_args([])
     assert (args.max_master_jobs, args.max_queue) == (1234, 56)
+    from benchmarks.load.options import LoadOptions
+
+    assert LoadOptions().max_master_jobs == 1234
+    # Salt's default is no flag of the reproduce line
+    assert "--max-master-jobs" not in LoadOptions().reproduce_command()
 
 
 @pytest.mark.parametrize(

@@ -4,18 +4,11 @@ into its configuration."""
 from __future__ import annotations
 
 from benchmarks.load import run
-from benchmarks.load.__main__ import build_parser, regenerate_command
+from benchmarks.load.__main__ import build_parser, parse
 
 
 def _settings(*words: str) -> run.LoadSettings:
-    args = build_parser().parse_args(list(words))
-    return run.LoadSettings(
-        max_master_jobs=args.max_master_jobs,
-        max_queue=args.max_queue,
-        exempt_pool=args.exempt_pool,
-        exempt=args.exempt,
-        slice_min_targets=args.slice_min_targets,
-    )
+    return run.LoadSettings.of(parse(list(words)))
 
 
 def test_limiter_off_changes_nothing() -> None:
@@ -71,12 +64,33 @@ def test_a_bad_exempt_list_is_a_usage_error(capsys) -> None:
     assert "not a Salt function name (module.function): ''" in capsys.readouterr().err
 
 
-def test_the_regenerate_command_names_the_report_file():
-    assert regenerate_command(["--max-master-jobs", "700"], "load") == (
-        "nox -s load -- --max-master-jobs 700 --name load"
+def test_the_reproduce_line_names_what_differs_and_parses_back() -> None:
+    assert parse([]).reproduce_command() == "nox -s load --"
+    words = ["--max-master-jobs", "700", "--exempt", "test.ping,pillar.get"]
+    words += ["--variants", "on", "--name", "load-x", "--workdir", "w"]
+    opts = parse(words)
+    line = opts.reproduce_command()
+    assert line == (
+        "nox -s load -- --variants on --max-master-jobs 700 --exempt "
+        "test.ping,pillar.get --name load-x --workdir w"
     )
-    assert regenerate_command([], "load") == "nox -s load -- --name load"
-    given = ["--name", "load-x", "--exempt", "test.ping"]
-    assert regenerate_command(given, "load-x") == (
-        "nox -s load -- --name load-x --exempt test.ping"
-    )
+    assert parse(line.removeprefix("nox -s load --").split()) == opts
+    assert run.LoadSettings.of(opts).command == line
+
+
+def test_the_options_make_the_runs_settings() -> None:
+    settings = _settings("--users", "5", "--ramp", "0", "--workers", "2")
+    assert (settings.profile.users, settings.profile.ramp_s) == (5, 0)
+    assert settings.workers.local == 2
+    assert settings.variants == ("off", "on")
+    assert settings.exempt is None  # Salt's own list
+
+
+def test_a_bad_report_name_is_a_usage_error(capsys) -> None:
+    try:
+        parse(["--name", "../load"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("a bad --name was accepted")
+    assert "invalid report name" in capsys.readouterr().err

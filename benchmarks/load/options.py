@@ -1,0 +1,170 @@
+"""The load benchmark's options: one frozen value, its flags, its reproduce line.
+
+Every default is a field default of :class:`LoadOptions` and nowhere else
+(Salt's rate-limiting defaults are read from Salt): :func:`benchmarks.options.add_arguments`
+registers one flag per field from them, :meth:`LoadOptions.settings` turns
+the value into the run's :class:`~benchmarks.load.run.LoadSettings`, and
+:meth:`LoadOptions.reproduce_command` names only the fields that differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from benchmarks.load.shape import LoadProfile
+from benchmarks.options import BenchOptions, FromSalt, option, report_name
+from harness.argtypes import function_names, non_negative, port, positive, seconds
+from harness.ratelimit import RateLimiting
+
+#: ``--variants`` words and the variants each runs, in the order they run
+VARIANTS: Final[dict[str, tuple[str, ...]]] = {
+    "both": ("off", "on"),
+    "off": ("off",),
+    "on": ("on",),
+}
+_PROFILE: Final = LoadProfile()
+
+
+def _variants(word: str) -> tuple[str, ...]:
+    try:
+        return VARIANTS[word]
+    except KeyError:
+        raise argparse.ArgumentTypeError(
+            f"invalid variants {word!r}: choose from {', '.join(VARIANTS)}"
+        ) from None
+
+
+def _names(word: str) -> tuple[str, ...]:
+    return tuple(function_names(word))
+
+
+@dataclass(frozen=True)
+class LoadOptions(BenchOptions):
+    """How one load run is shaped, where it reports, and how locust is spread."""
+
+    NAME: ClassVar[str] = "load"
+    minions: int = option(1000, positive, "simulated minions")
+    processes: int = option(2, positive, "processes of the simulated fleet")
+    users: int = option(_PROFILE.users, positive, "console users, steady")
+    spike_users: int = option(_PROFILE.spike_users, positive, "users during the spike")
+    ramp: float = option(_PROFILE.ramp_s, seconds, "seconds of the ramp to --users")
+    steady: float = option(_PROFILE.steady_s, seconds, "seconds at --users")
+    spike: float = option(_PROFILE.spike_s, seconds, "seconds at --spike-users")
+    recover: float = option(_PROFILE.recover_s, seconds, "seconds back at --users")
+    variants: tuple[str, ...] = option(
+        VARIANTS["both"],
+        _variants,
+        "rate limiting off, on, or both side by side (default: both)",
+        metavar="{off,on,both}",
+    )
+    max_master_jobs: int = option(
+        FromSalt(lambda: RateLimiting().max_master_jobs),
+        positive,
+        "rate_limiting:max_master_jobs when on (default: %(default)s, Salt's)",
+    )
+    max_queue: int = option(
+        FromSalt(lambda: RateLimiting().max_queue),
+        positive,
+        "rate_limiting:max_queue when on (default: %(default)s, Salt's); a "
+        "small one shows how the console meets an overloaded master",
+    )
+    exempt_pool: int = option(
+        1,
+        non_negative,
+        "MWorkers of the limiter-on master's own pool for the exempt functions "
+        "(test.ping, saltutil.find_job, ...); 0: no such pool",
+    )
+    exempt: tuple[str, ...] | None = option(
+        None,
+        _names,
+        "rate_limiting:exempt of the limiter-on master: functions that bypass "
+        "its queue (and go to the exempt pool), e.g. "
+        "test.ping,pillar.get,pillar.items; saltutil.find_job and "
+        "saltutil.running are always exempt (default: Salt's list)",
+        metavar="FUN[,FUN...]",
+    )
+    slice_min_targets: int = option(
+        100,
+        non_negative,
+        "the limiter-on master publishes a job in slices of at least this many "
+        "minions as its max_master_jobs budget frees "
+        "(rate_limiting:slices:min_targets); 0: every job to all its minions "
+        "at once",
+    )
+    submissions: int = option(
+        200,
+        non_negative,
+        "async jobs for the salt-api vs LocalClient cost; 0 skips it",
+    )
+    presence_targets: int = option(10, positive, "minions per presence check")
+    group_size: int = option(50, positive, "minions per group job")
+    workers: int = option(
+        0,
+        non_negative,
+        "locust worker processes on this machine (0: locust runs alone); with "
+        "--master-host: the workers to start (1 if 0)",
+    )
+    remote_workers: int = option(
+        0,
+        non_negative,
+        "workers on other machines the locust master waits for (up to 10 "
+        "min); start them there with --master-host",
+    )
+    bind_host: str = option(
+        "127.0.0.1",
+        str,
+        "where the locust master listens for workers (0.0.0.0 for workers on "
+        "other machines)",
+    )
+    api_host: str = option(
+        "127.0.0.1",
+        str,
+        "the address of this machine salt-api listens on and workers use "
+        "(another one for workers on other machines: then TLS only, with a "
+        "certificate made in WORKDIR/tls that the workers need at the same path)",
+    )
+    master_host: str | None = option(
+        None,
+        str,
+        "only start workers, for the locust master on this host (default: none)",
+    )
+    master_port: int | None = option(
+        None,
+        port,
+        "the locust master's port (default: 5557 with --master-host or "
+        "--remote-workers, else a free one)",
+    )
+    name: str = option(
+        "load", report_name, "report name: benchmarks/results/NAME.md", metavar="NAME"
+    )
+    workdir: str | None = option(
+        None,
+        str,
+        "locust output and daemon logs (default: .saltfleet/load/NAME, "
+        "replaced each run)",
+    )
+
+    @classmethod
+    def command(cls) -> str:
+        """The load has a nox session of its own."""
+        return "nox -s load --"
+
+    @staticmethod
+    def word(value: Any) -> str:
+        """A field's value as its flag takes it: both variants are ``both``."""
+        if value == VARIANTS["both"]:
+            return "both"
+        return BenchOptions.word(value)
+
+    def profile(self) -> LoadProfile:
+        """The load's shape over time."""
+        return LoadProfile(
+            self.users,
+            self.spike_users,
+            self.ramp,
+            self.steady,
+            self.spike,
+            self.recover,
+        )
