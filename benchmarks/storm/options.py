@@ -13,7 +13,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from benchmarks.options import BenchOptions, option, report_name
+from benchmarks.options import BenchOptions, FromSalt, option, report_name
 from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
@@ -106,7 +106,7 @@ class StormOptions(BenchOptions):
         metavar="VARIANTS",
     )
     max_master_jobs: int = option(
-        RateLimiting().max_master_jobs,
+        FromSalt(lambda: RateLimiting().max_master_jobs),
         positive,
         "rate_limiting:max_master_jobs of the limiter-on master "
         "(default: Salt's default, %(default)s)",
@@ -134,7 +134,7 @@ class StormOptions(BenchOptions):
         "its minions at once",
     )
     minion_jobs: int = option(
-        RateLimiting().max_minion_jobs,
+        FromSalt(lambda: RateLimiting().max_minion_jobs),
         positive,
         "jobs a simulated minion runs at once, the rest waiting for a slot as "
         "on a 3008.3 minion at process_count_max (default %(default)s, the "
