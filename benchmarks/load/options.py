@@ -25,6 +25,8 @@ VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "on": ("on",),
 }
 _PROFILE: Final = LoadProfile()
+#: MWorkers of every variant's master in all, an exempt pool's included
+WORKER_THREADS: Final = 4
 
 
 def _variants(word: str) -> tuple[str, ...]:
@@ -74,7 +76,8 @@ class LoadOptions(BenchOptions):
         1,
         non_negative,
         "MWorkers of the limiter-on master's own pool for the exempt functions "
-        "(test.ping, saltutil.find_job, ...); 0: no such pool",
+        "(test.ping, saltutil.find_job, ...), taken from the 4 every variant's "
+        "master has; 0: no such pool",
     )
     exempt: tuple[str, ...] | None = option(
         None,
@@ -157,6 +160,14 @@ class LoadOptions(BenchOptions):
         if value == VARIANTS["both"]:
             return "both"
         return BenchOptions.word(value)
+
+    def __post_init__(self) -> None:
+        if self.exempt_pool >= WORKER_THREADS:
+            raise ValueError(
+                f"--exempt-pool {self.exempt_pool}: every master has "
+                f"{WORKER_THREADS} MWorkers in all, so at most {WORKER_THREADS - 1} "
+                "(the default pool keeps one)"
+            )
 
     def profile(self) -> LoadProfile:
         """The load's shape over time."""

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
+from benchmarks.load.options import WORKER_THREADS
 from benchmarks.load.shape import LoadProfile
 from benchmarks.load.summary import (
     ApiCost,
@@ -428,6 +429,9 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
 
 
 def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
+    """The master options of ``variant``; with the limiter on, its exempt
+    pool takes its MWorkers from the same :data:`WORKER_THREADS` as the
+    limiter-off master has (equal masters)."""
     if variant == "off":
         return {}
     limits = RateLimiting(
@@ -436,7 +440,8 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         exempt=settings.exempt,
         exempt_pool_workers=settings.exempt_pool,
     )
-    return limits.with_slices(settings.slice_min_targets).master_options()
+    default_pool = WORKER_THREADS - settings.exempt_pool
+    return limits.with_slices(settings.slice_min_targets).master_options(default_pool)
 
 
 def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> Stack:
@@ -457,6 +462,7 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
         fleet=fleet,
         ext_pillar=db_ext_pillar(),
         master_opts=_limiter_options(settings, variant),
+        worker_threads=WORKER_THREADS,
         logs_dir=out_dir / "logs",
         # beyond loopback: one certificate for every variant, so that
         # workers on other machines need one copy (README, "More than one machine")
@@ -540,7 +546,10 @@ def _limits(settings: LoadSettings) -> str:
         exempt = RateLimiting(exempt=settings.exempt).exempt_functions()
         words.append(f"exempt: {', '.join(exempt)}")
     if settings.exempt_pool:
-        words.append(f"exempt functions' pool of {settings.exempt_pool} MWorker(s)")
+        words.append(
+            f"exempt functions' pool of {settings.exempt_pool} MWorker(s) of the "
+            f"{WORKER_THREADS} every variant's master has"
+        )
     if settings.slice_min_targets:
         words.append(f"slices of at least {settings.slice_min_targets} minions")
     return ", ".join(words)

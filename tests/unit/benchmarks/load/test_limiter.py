@@ -94,3 +94,22 @@ def test_a_bad_report_name_is_a_usage_error(capsys) -> None:
     else:
         raise AssertionError("a bad --name was accepted")
     assert "invalid report name" in capsys.readouterr().err
+
+
+def test_every_variants_master_has_as_many_mworkers() -> None:
+    from benchmarks.load.options import WORKER_THREADS
+
+    for pool in (0, 1, 3):
+        options = run._limiter_options(_settings("--exempt-pool", str(pool)), "on")
+        pools = options.get("worker_pools") or {"default": {"worker_count": 4}}
+        assert sum(p["worker_count"] for p in pools.values()) == WORKER_THREADS
+
+
+def test_an_exempt_pool_that_leaves_no_default_worker_is_a_usage_error(capsys) -> None:
+    try:
+        parse(["--exempt-pool", "4"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("--exempt-pool 4 was accepted")
+    assert "every master has 4 MWorkers in all" in capsys.readouterr().err

@@ -201,31 +201,44 @@ def test_where_the_locust_master_listens():
     )
 
 
-def _goal_run(name: str, p99: float, failures: dict[str, int]) -> summary.VariantRun:
+def _goal_run(
+    name: str, p99: float, failures: dict[str, int], presence_failed: int = 0
+) -> summary.VariantRun:
     from benchmarks.load.summary import PRESENCE, EndpointStats, LocustResult
 
-    presence = EndpointStats("POST", PRESENCE, 10, 0, 1.0, p99 / 2, p99, p99, 0.0)
+    presence = EndpointStats(
+        "POST", PRESENCE, 1000, presence_failed, 1.0, p99 / 2, p99, p99, 0.0
+    )
     return summary.VariantRun(
         name, name, LocustResult([presence], None, failures, {}, [])
     )
 
 
-def test_goals_compare_limiter_on_with_off() -> None:
+def test_goals_are_the_limiter_on_runs_with_off_beside_them() -> None:
     from benchmarks.load.summary import goal_lines
 
     met = goal_lines(
         [
-            _goal_run("off", 10000, {"timeout": 3}),
-            _goal_run("on", 2000, {"overloaded": 5}),
+            _goal_run("off", 30000, {"timeout": 40}, presence_failed=40),
+            _goal_run("on", 2000, {"overloaded": 50, "timeout": 5}, presence_failed=5),
         ]
     )
-    assert met == [
-        "- with the limiter on, no failures but explicit 503s: 0 others (none): met",
-        "- presence-check p99 through salt-api, on <= 0.3x off: "
-        "2000 ms vs 10000 ms = 0.20x: met",
-    ]
-    missed = goal_lines(
-        [_goal_run("off", 10000, {}), _goal_run("on", 9000, {"timeout": 2})]
+    assert met[0] == (
+        "- failures other than the limiter's own 503 with the limiter on: 5 of "
+        "1000 requests (0.50 %: timeout 5), goal <= 1 %: met (off: 40 of 1000, "
+        "4.00 %: timeout 40)"
     )
-    assert missed[0].endswith("2 others (timeout 2): NOT met")
-    assert missed[1].endswith("= 0.90x: NOT met")
+    assert met[1].startswith(
+        "- presence checks answered in full within their timeout with the limiter "
+        "on: 995 of 1000 (99.50 %; every request p50 / p99 1000 / 2000 ms), "
+        "goal >= 99 %: met (off: 960 of 1000 (96.00 %;"
+    )
+    assert "x off" not in "\n".join(met)  # no ratio over a capped time
+    missed = goal_lines(
+        [_goal_run("on", 9000, {"timeout": 20, "incomplete": 3}, presence_failed=23)]
+    )
+    assert missed[0].endswith("goal <= 1 %: missed by 1.30 points")
+    assert "goal >= 99 %: missed by 1.30 points" in missed[1]
+    assert goal_lines([_goal_run("off", 1, {})]) == [
+        "- the goals are the limiter-on run's: run it (--variants on or both)"
+    ]
