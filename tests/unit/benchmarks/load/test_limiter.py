@@ -3,6 +3,8 @@ into its configuration."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.load import run
 from benchmarks.load.__main__ import build_parser, parse
 
@@ -86,14 +88,20 @@ def test_the_options_make_the_runs_settings() -> None:
     assert settings.exempt is None  # Salt's own list
 
 
-def test_a_bad_report_name_is_a_usage_error(capsys) -> None:
-    try:
-        parse(["--name", "../load"])
-    except SystemExit as exc:
-        assert exc.code == 2
-    else:
-        raise AssertionError("a bad --name was accepted")
-    assert "invalid report name" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--name", "../load"], "invalid report name"),
+        # the default pool must keep one of the MWorkers every master has
+        (["--exempt-pool", "4"], "every master has 4 MWorkers in all"),
+        (["--variants", "all"], "choose from both, off, on"),
+    ],
+)
+def test_a_bad_option_is_a_usage_error(words, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse(words)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_every_variants_master_has_as_many_mworkers() -> None:
@@ -103,13 +111,3 @@ def test_every_variants_master_has_as_many_mworkers() -> None:
         options = run._limiter_options(_settings("--exempt-pool", str(pool)), "on")
         pools = options.get("worker_pools") or {"default": {"worker_count": 4}}
         assert sum(p["worker_count"] for p in pools.values()) == WORKER_THREADS
-
-
-def test_an_exempt_pool_that_leaves_no_default_worker_is_a_usage_error(capsys) -> None:
-    try:
-        parse(["--exempt-pool", "4"])
-    except SystemExit as exc:
-        assert exc.code == 2
-    else:
-        raise AssertionError("--exempt-pool 4 was accepted")
-    assert "every master has 4 MWorkers in all" in capsys.readouterr().err
