@@ -85,6 +85,27 @@ def report_name(value: str) -> str:
     return value
 
 
+def names_in_order(
+    allowed: tuple[str, ...], aliases: dict[str, tuple[str, ...]]
+) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type: a comma-separated list of ``allowed`` names without
+    repetition, in the order given, or one of ``aliases``."""
+
+    def parse(word: str) -> tuple[str, ...]:
+        if word in aliases:
+            return aliases[word]
+        names = tuple(name.strip() for name in word.split(","))
+        if any(n not in allowed for n in names) or len(set(names)) != len(names):
+            raise argparse.ArgumentTypeError(
+                f"invalid variants {word!r}: "
+                + "".join(f"{alias}, or " for alias in aliases)
+                + f"a comma-separated list without repetition of {', '.join(allowed)}"
+            )
+        return names
+
+    return parse
+
+
 def flag(name: str) -> str:
     """The command-line flag of field ``name``: ``--max-wait`` for ``max_wait``."""
     return "--" + name.replace("_", "-")

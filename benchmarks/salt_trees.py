@@ -16,8 +16,9 @@ import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
+from benchmarks.options import names_in_order, option
 from harness.errors import HarnessError
 from harness.salttree import Layout, extract_tar, read_upstream
 
@@ -83,6 +84,43 @@ def describe_commits(src: Path, tag: str) -> str:
         ).stdout.strip()
         names.append(f"`{ref}` = {out or '?'}")
     return "; ".join(names)
+
+
+#: the masters the storm and the load compare, each with the same number of
+#: MWorkers: rate limiting ``off`` (one pool) and ``on`` (its exempt
+#: functions in a pool of their own), ``pools`` (on's function-routed pools
+#: without the limiter) and ``tuned`` (pristine 3008.3 with
+#: :func:`tuned_options`)
+MASTER_VARIANTS: Final = ("off", "on", "pools", "tuned")
+
+
+def variants_option(both: tuple[str, str]) -> Any:
+    """The ``variants`` field of a benchmark that compares
+    :data:`MASTER_VARIANTS`: a comma-separated list in run order, or
+    ``both``, the default, for the two of ``both``."""
+    return option(
+        both,
+        names_in_order(MASTER_VARIANTS, {"both": both}),
+        "comma-separated, in run order: off (rate limiting off, one pool), on "
+        "(the limiter), pools (on's worker pools without the limiter), tuned "
+        "(pristine 3008.3: async MWorkers, a publish pool); both: "
+        f"{','.join(both)} (the default)",
+        metavar="VARIANTS",
+    )
+
+
+def tuned_options(worker_threads: int) -> dict[str, Any]:
+    """The master options an operator who read 3008.3's documentation would
+    set against a storm of jobs on pristine 3008.3: asynchronous MWorkers and
+    a worker pool of its own for ``publish`` requests (3008.3 routes pools by
+    request command), ``worker_threads`` MWorkers in all."""
+    return {
+        "master_async_mworker": True,
+        "worker_pools": {
+            "publish": {"worker_count": 1, "commands": ["publish"]},
+            "default": {"worker_count": worker_threads - 1, "commands": ["*"]},
+        },
+    }
 
 
 def extract_pristine(work: Path) -> Path:

@@ -293,6 +293,8 @@ class SaltApi:
             "salt-api",
             [salt_script("salt-api"), "-c", str(master.conf_dir), "-l", "warning"],
             master.root / "log" / "salt-api.stdout.log",
+            # the master's Salt: a stock master comes with its own salt-api
+            env=master.environment(),
         )
 
     @property

@@ -57,7 +57,7 @@ def _main(argv: Sequence[str] | None) -> int:
             opts.master_host,
             opts.master_port or run.LOCUST_MASTER_PORT,
             opts.workers or 1,
-            len(opts.variants),
+            len(opts.variants) * opts.runs,
             log_dir.resolve(),
         )
     path = run.run(run.LoadSettings.of(opts))

@@ -9,33 +9,26 @@ the value into the run's :class:`~benchmarks.load.run.LoadSettings`, and
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from benchmarks.load.shape import LoadProfile
-from benchmarks.options import BenchOptions, FromSalt, option, report_name
+from benchmarks.options import (
+    BenchOptions,
+    FromSalt,
+    option,
+    report_name,
+)
+from benchmarks.salt_trees import variants_option
 from harness.argtypes import function_names, non_negative, port, positive, seconds
 from harness.ratelimit import RateLimiting
 
-#: ``--variants`` words and the variants each runs, in the order they run
-VARIANTS: Final[dict[str, tuple[str, ...]]] = {
-    "both": ("off", "on"),
-    "off": ("off",),
-    "on": ("on",),
-}
+#: ``--variants both``, the default (a ``tuned`` load runs salt-api of
+#: pristine 3008.3 too)
+BOTH: Final = ("off", "on")
 _PROFILE: Final = LoadProfile()
 #: MWorkers of every variant's master in all, an exempt pool's included
 WORKER_THREADS: Final = 4
-
-
-def _variants(word: str) -> tuple[str, ...]:
-    try:
-        return VARIANTS[word]
-    except KeyError:
-        raise argparse.ArgumentTypeError(
-            f"invalid variants {word!r}: choose from {', '.join(VARIANTS)}"
-        ) from None
 
 
 def _names(word: str) -> tuple[str, ...]:
@@ -55,11 +48,12 @@ class LoadOptions(BenchOptions):
     steady: float = option(_PROFILE.steady_s, seconds, "seconds at --users")
     spike: float = option(_PROFILE.spike_s, seconds, "seconds at --spike-users")
     recover: float = option(_PROFILE.recover_s, seconds, "seconds back at --users")
-    variants: tuple[str, ...] = option(
-        VARIANTS["both"],
-        _variants,
-        "rate limiting off, on, or both side by side (default: both)",
-        metavar="{off,on,both}",
+    variants: tuple[str, ...] = variants_option(BOTH)
+    runs: int = option(
+        3,
+        positive,
+        "runs of every variant, in a rotated order; the goals are judged on "
+        "the medians over the runs",
     )
     max_master_jobs: int = option(
         FromSalt(lambda: RateLimiting().max_master_jobs),
@@ -157,11 +151,16 @@ class LoadOptions(BenchOptions):
     @staticmethod
     def word(value: Any) -> str:
         """A field's value as its flag takes it: both variants are ``both``."""
-        if value == VARIANTS["both"]:
+        if value == BOTH:
             return "both"
         return BenchOptions.word(value)
 
     def __post_init__(self) -> None:
+        if "pools" in self.variants and not self.exempt_pool:
+            raise ValueError(
+                "--variants pools needs an exempt pool (--exempt-pool 1 or "
+                "more): without one its master is the limiter-off master"
+            )
         if self.exempt_pool >= WORKER_THREADS:
             raise ValueError(
                 f"--exempt-pool {self.exempt_pool}: every master has "

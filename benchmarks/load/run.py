@@ -44,6 +44,7 @@ from benchmarks.load.summary import (
     timeline_plot,
 )
 from benchmarks.load.traffic import PASSWORD_ENV
+from benchmarks.salt_trees import extract_pristine, rotated, tuned_options
 from harness.errors import HarnessError
 from harness.processes import ManagedProcess
 from harness.ratelimit import RateLimiting
@@ -120,6 +121,8 @@ class LoadSettings:
     processes: int = 2
     profile: LoadProfile = field(default_factory=LoadProfile)
     variants: tuple[str, ...] = ("off", "on")
+    #: runs of every variant, in a rotated order
+    runs: int = 1
     workers: LocustWorkers = field(default_factory=LocustWorkers)
     #: async-job submissions for the salt-api vs LocalClient comparison; 0: skip
     submissions: int = 200
@@ -152,6 +155,7 @@ class LoadSettings:
             processes=opts.processes,
             profile=opts.profile(),
             variants=opts.variants,
+            runs=opts.runs,
             workers=LocustWorkers(
                 local=opts.workers,
                 remote=opts.remote_workers,
@@ -429,11 +433,14 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
 
 
 def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
-    """The master options of ``variant``; with the limiter on, its exempt
-    pool takes its MWorkers from the same :data:`WORKER_THREADS` as the
-    limiter-off master has (equal masters)."""
+    """The master options of ``variant``; with an exempt pool (the limiter
+    on, or ``pools``), the pool takes its MWorkers from the same
+    :data:`WORKER_THREADS` as the limiter-off master has (equal masters);
+    ``tuned`` has 3008.3's own knobs."""
     if variant == "off":
         return {}
+    if variant == "tuned":
+        return tuned_options(WORKER_THREADS)
     limits = RateLimiting(
         max_master_jobs=settings.max_master_jobs,
         max_queue=settings.max_queue,
@@ -441,12 +448,24 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         exempt_pool_workers=settings.exempt_pool,
     )
     default_pool = WORKER_THREADS - settings.exempt_pool
-    return limits.with_slices(settings.slice_min_targets).master_options(default_pool)
+    options = limits.with_slices(settings.slice_min_targets).master_options(
+        default_pool
+    )
+    if variant == "pools":
+        return {"worker_pools": options["worker_pools"]}
+    return options
 
 
-def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> Stack:
+def _stack(
+    settings: LoadSettings,
+    variant: str,
+    root: Path,
+    out_dir: Path,
+    salt_tree: Path | None = None,
+) -> Stack:
     """The stack of one variant in ``root``: simulated minions, pillars in
-    PostgreSQL, salt-api; the limiter on or off. Its logs are kept in
+    PostgreSQL, salt-api; the master options of ``variant``, its daemons on
+    the ``salt`` of ``salt_tree`` if given. Its logs are kept in
     ``out_dir/logs``."""
     from harness.fleet import FleetConfig
     from harness.pillar.variants import db_ext_pillar
@@ -463,6 +482,7 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
         ext_pillar=db_ext_pillar(),
         master_opts=_limiter_options(settings, variant),
         worker_threads=WORKER_THREADS,
+        master_salt_tree=salt_tree,
         logs_dir=out_dir / "logs",
         # beyond loopback: one certificate for every variant, so that
         # workers on other machines need one copy (README, "More than one machine")
@@ -470,16 +490,24 @@ def _stack(settings: LoadSettings, variant: str, root: Path, out_dir: Path) -> S
     )
 
 
-def run_variant(settings: LoadSettings, variant: str, workdir: Path) -> VariantRun:
+def run_variant(
+    settings: LoadSettings,
+    variant: str,
+    workdir: Path,
+    run_no: int = 1,
+    salt_tree: Path | None = None,
+) -> VariantRun:
     """One stack, one locust run, its samples and (optionally) the API cost."""
-    out_dir = workdir / variant
+    out_dir = workdir / (variant if settings.runs == 1 else f"{variant}-{run_no}")
     out_dir.mkdir(parents=True, exist_ok=True)
     # short: the master's unix sockets live under it (107 bytes at most)
     root = Path(tempfile.mkdtemp(prefix="saltfleet-load-"))
     root.chmod(0o755)  # an unprivileged PostgreSQL must enter it
     try:
-        with _stack(settings, variant, root, out_dir) as stack:
-            return _load(stack, settings, variant, out_dir)
+        with _stack(settings, variant, root, out_dir, salt_tree) as stack:
+            result = _load(stack, settings, variant, out_dir)
+        result.run = run_no
+        return result
     finally:
         # PostgreSQL's data and the master's keys; the logs are in out_dir
         shutil.rmtree(root, ignore_errors=True)
@@ -580,14 +608,27 @@ def _setup_lines(settings: LoadSettings) -> list[str]:
         f"pillar.get {lf.WEIGHT_PILLAR_GET}, runner {lf.WEIGHT_RUNNER}, job to all "
         f"{lf.WEIGHT_JOB_ALL}; one `EventFollower` reading `/events` for "
         f"{lf.EVENTS_WINDOW_S:g} s windows",
-        "variants: "
-        + ", ".join(
-            "limiter off"
-            if v == "off"
-            else f"limiter on ({_limits(settings)}, Salt's other defaults)"
-            for v in settings.variants
-        ),
+        "variants: " + ", ".join(_describe(v, settings) for v in settings.variants),
+        f"runs: {settings.runs} of every variant, in a rotated order; every "
+        f"master has {WORKER_THREADS} MWorkers in all",
     ]
+
+
+def _describe(variant: str, settings: LoadSettings) -> str:
+    """What the master of ``variant`` is."""
+    if variant == "off":
+        return "off: rate limiting off, one pool"
+    if variant == "on":
+        return f"on: rate limiting ({_limits(settings)}, Salt's other defaults)"
+    if variant == "pools":
+        return (
+            f"pools: limiter on's pools (an exempt pool of {settings.exempt_pool} "
+            "MWorker(s)), no rate limiting"
+        )
+    return (
+        "tuned: pristine 3008.3 (salt-master and salt-api) with "
+        "`master_async_mworker: True` and a worker pool of its own for `publish`"
+    )
 
 
 def run(settings: LoadSettings) -> Path:
@@ -597,10 +638,21 @@ def run(settings: LoadSettings) -> Path:
         workdir = WORKDIR_ROOT / settings.name
         shutil.rmtree(workdir, ignore_errors=True)  # the previous run's output
     workdir.mkdir(parents=True, exist_ok=True)
-    runs = [run_variant(settings, variant, workdir) for variant in settings.variants]
-    plot = timeline_plot(runs, report.RESULTS / f"{settings.name}-timeline.png")
+    pristine = None
+    if "tuned" in settings.variants:
+        print("extracting pristine 3008.3 for the tuned master", flush=True)
+        pristine = extract_pristine(workdir)
+    runs = []
+    for run_no in range(1, settings.runs + 1):
+        for variant in rotated(settings.variants, run_no - 1):
+            print(f"run {run_no} of {settings.runs}: {variant}", flush=True)
+            tree = pristine if variant == "tuned" else None
+            runs.append(run_variant(settings, variant, workdir, run_no, tree))
+    # one run of each variant: every run's lines in one panel would hide them
+    first = [r for r in runs if r.run == 1]
+    plot = timeline_plot(first, report.RESULTS / f"{settings.name}-timeline.png")
     context = ReportContext(
-        title="Load through salt-api: an operator console, rate limiting "
+        title="Load through salt-api: an operator console, "
         + " vs ".join(settings.variants),
         command=settings.command or default_command(settings),
         environment=report.environment(),

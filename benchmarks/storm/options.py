@@ -9,31 +9,20 @@ that differ from them.
 from __future__ import annotations
 
 import argparse
-import copy
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from benchmarks.options import BenchOptions, FromSalt, option, report_name
+from benchmarks.options import (
+    BenchOptions,
+    FromSalt,
+    option,
+    report_name,
+)
+from benchmarks.salt_trees import tuned_options, variants_option
 from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
-#: the variants a storm can run, each on a master of its own with the same
-#: number of MWorkers: the limiter off (one pool), on (its exempt functions
-#: in a pool of their own), ``pools``: the series' function-routed pools as
-#: the limiter-on master has them, without the limiter, and ``tuned``:
-#: pristine 3008.3 with its own knobs (:data:`TUNED_OPTIONS`)
-VARIANT_NAMES: Final = ("on", "off", "pools", "tuned")
-#: what an operator who read 3008.3's documentation would set against a
-#: storm: asynchronous MWorkers and a worker pool of its own for ``publish``
-#: requests (3008.3 routes pools by request command, not by function)
-TUNED_OPTIONS: Final[dict[str, Any]] = {
-    "master_async_mworker": True,
-    "worker_pools": {
-        "publish": {"worker_count": 1, "commands": ["publish"]},
-        "default": {"worker_count": WORKER_THREADS - 1, "commands": ["*"]},
-    },
-}
 #: ``--variants both``: what a storm runs by default, in this order
 BOTH: Final = ("on", "off")
 
@@ -42,20 +31,6 @@ BOTH: Final = ("on", "off")
 #: soft ``RLIMIT_NOFILE`` of 1024: (1024 - 100 reserved) // 5 descriptors
 #: per job process (``Minion._get_effective_process_count_max``)
 DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
-
-
-def _variants(word: str) -> tuple[str, ...]:
-    """``both`` or a comma-separated list of :data:`VARIANT_NAMES`, in run order."""
-    if word == "both":
-        return BOTH
-    names = tuple(name.strip() for name in word.split(","))
-    unknown = [name for name in names if name not in VARIANT_NAMES]
-    if unknown or not names or len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(
-            f"invalid variants {word!r}: both, or a comma-separated list "
-            f"without repetition of {', '.join(VARIANT_NAMES)}"
-        )
-    return names
 
 
 def _exempt_pool(word: str) -> int:
@@ -97,14 +72,7 @@ class StormOptions(BenchOptions):
         positive,
         "calls per case of the decide() micro-benchmark",
     )
-    variants: tuple[str, ...] = option(
-        BOTH,
-        _variants,
-        "comma-separated, in run order: on (the limiter), off (one pool), "
-        "pools (on's worker pools without the limiter), tuned (pristine "
-        "3008.3: async MWorkers, a publish pool); both: on,off (the default)",
-        metavar="VARIANTS",
-    )
+    variants: tuple[str, ...] = variants_option(BOTH)
     max_master_jobs: int = option(
         FromSalt(lambda: RateLimiting().max_master_jobs),
         positive,
@@ -165,11 +133,11 @@ class StormOptions(BenchOptions):
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:
         None for ``off``; ``pools`` has ``on``'s worker pools and no
-        ``rate_limiting``; ``tuned`` 3008.3's own (:data:`TUNED_OPTIONS`)."""
+        ``rate_limiting``; ``tuned`` 3008.3's own."""
         if variant == "off":
             return None
         if variant == "tuned":
-            return copy.deepcopy(TUNED_OPTIONS)
+            return tuned_options(WORKER_THREADS)
         options = self.limiter_master_options()
         if variant == "pools":
             return {"worker_pools": options["worker_pools"]}

@@ -94,7 +94,8 @@ def test_the_options_make_the_runs_settings() -> None:
         (["--name", "../load"], "invalid report name"),
         # the default pool must keep one of the MWorkers every master has
         (["--exempt-pool", "4"], "every master has 4 MWorkers in all"),
-        (["--variants", "all"], "choose from both, off, on"),
+        (["--variants", "all"], "list without repetition of off, on, pools, tuned"),
+        (["--variants", "pools", "--exempt-pool", "0"], "needs an exempt pool"),
     ],
 )
 def test_a_bad_option_is_a_usage_error(words, message, capsys) -> None:
@@ -102,6 +103,18 @@ def test_a_bad_option_is_a_usage_error(words, message, capsys) -> None:
         parse(words)
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_pools_and_tuned_masters() -> None:
+    settings = _settings("--variants", "on,pools,tuned")
+    on = run._limiter_options(settings, "on")
+    assert run._limiter_options(settings, "pools") == {
+        "worker_pools": on["worker_pools"]
+    }
+    tuned = run._limiter_options(settings, "tuned")
+    assert tuned["master_async_mworker"] is True
+    assert tuned["worker_pools"]["publish"]["commands"] == ["publish"]
+    assert sum(p["worker_count"] for p in tuned["worker_pools"].values()) == 4
 
 
 def test_every_variants_master_has_as_many_mworkers() -> None:

@@ -91,7 +91,10 @@ def test_the_reproduce_line_names_the_report_when_it_is_not_the_default() -> Non
 @pytest.mark.parametrize(
     ("words", "message"),
     [
-        (["--variants", "all"], "comma-separated list without repetition of on"),
+        (
+            ["--variants", "all"],
+            "comma-separated list without repetition of off, on, pools",
+        ),
         (["--variants", "on,on"], "without repetition"),
         (["--output-name", "../storm"], "invalid report name"),
         (["--output-name", "results/storm"], "invalid report name"),
