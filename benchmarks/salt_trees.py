@@ -104,7 +104,7 @@ def variants_option(both: tuple[str, str]) -> Any:
         "comma-separated, in run order: off (rate limiting off, one pool), on "
         "(the limiter), pools (on's worker pools without the limiter), tuned "
         "(pristine 3008.3: async MWorkers, a publish pool); both: "
-        f"{','.join(both)} (the default)",
+        f"{','.join(both)} (default: both)",
         metavar="VARIANTS",
     )
 
