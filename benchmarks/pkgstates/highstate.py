@@ -40,6 +40,8 @@ class Variant:
 
 #: seconds between looks at the fleet's logs for returns its minions gave up
 LOST_POLL_S: Final = 5.0
+#: seconds between two progress lines while a round runs
+PROGRESS_S: Final = 30.0
 #: once every minion has returned or given up its return, seconds without a
 #: return after which the round ends: a given-up return whose try is still in
 #: the master's queue arrives late, and the master works its queue without
@@ -187,10 +189,16 @@ def given_up_returns(run_dir: Path, jid: str) -> int:
     )
 
 
-def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
+def _round(
+    stack: Any,
+    minions: int,
+    timeout: int,
+    progress: Callable[[str], None] = print,
+) -> HighstateRound:
     """One round: until every minion returned; or until every minion returned
     or gave up its return and none came for :data:`QUIET_S` (the missing
-    ones are lost); or until ``timeout``."""
+    ones are lost); or until ``timeout``. Says how far it is every
+    :data:`PROGRESS_S`."""
     import salt.utils.jid
 
     run_dir = Path(stack.fleet.config.run_dir)
@@ -198,6 +206,7 @@ def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
         jid = salt.utils.jid.gen_jid(client.opts)
         started = time.perf_counter()
         next_look = started + LOST_POLL_S
+        next_say = started + PROGRESS_S
         last_return = started
         result = HighstateRound(0.0, 0)
         for reply in client.cmd_iter_no_block(
@@ -220,6 +229,12 @@ def _round(stack: Any, minions: int, timeout: int) -> HighstateRound:
                 ):
                     result.lost = minions - result.returns
                     break
+            if now >= next_say:
+                next_say = now + PROGRESS_S
+                progress(
+                    f"  {now - started:.0f} s: {result.returns} of {minions} "
+                    f"returns, {result.given_up} given up by their minions"
+                )
             if reply is None:
                 time.sleep(0.01)  # what the blocking iterator sleeps
         result.seconds = time.perf_counter() - started
@@ -267,7 +282,7 @@ def run_highstate(
                 store.save_revision(group_state.name, entries)
                 save_s = time.perf_counter() - started
                 progress(f"highstate {name} round {index + 1}: {minions} minions")
-                round_ = _round(stack, minions, timeout)
+                round_ = _round(stack, minions, timeout, progress)
                 round_.save_s = save_s
                 count_visible(round_, store, scenario.ids)
                 measured.rounds.append(round_)

@@ -320,9 +320,13 @@ def test_a_given_up_return_can_still_come_and_the_rest_are_lost_after_a_quiet(
     monkeypatch.setattr(highstate, "LOST_POLL_S", 0.0)
     monkeypatch.setattr(highstate, "QUIET_S", 0.3)
     monkeypatch.setattr(highstate, "given_up_returns", both_gave_up)
-    round_ = highstate._round(Stack(), minions=3, timeout=60)
+    monkeypatch.setattr(highstate, "PROGRESS_S", 0.0)
+    said: list[str] = []
+    round_ = highstate._round(Stack(), minions=3, timeout=60, progress=said.append)
     # 1 return + 2 given up covered every minion at once; the round waited,
     # counted evil-0002's late return and ended after the quiet
     assert (round_.returns, round_.given_up, round_.lost) == (2, 2, 1)
     assert client.jid  # the job's own jid, the one its minions log
     assert round_.seconds < 30  # it did not wait for the time-out
+    # while it waited, it said how far it was
+    assert said and said[-1].endswith("2 of 3 returns, 2 given up by their minions")
