@@ -641,6 +641,8 @@ def run(settings: LoadSettings) -> Path:
     pristine = None
     if "tuned" in settings.variants:
         print("extracting pristine 3008.3 for the tuned master", flush=True)
+        # a --workdir given again still holds the last run's tree
+        shutil.rmtree(workdir / "pristine", ignore_errors=True)
         pristine = extract_pristine(workdir)
     runs = []
     for run_no in range(1, settings.runs + 1):
