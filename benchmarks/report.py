@@ -71,10 +71,25 @@ def environment() -> str:
     )
 
 
+def analysis_name(name: str) -> str:
+    """The file of report ``name``'s analysis written by hand: a regenerated
+    report never overwrites it, and links to it while it exists."""
+    return f"{name}-analysis.md"
+
+
 def write(name: str, markdown: str) -> Path:
-    """Write ``markdown`` as ``results/<name>.md``; return its path."""
+    """Write ``markdown`` as ``results/<name>.md``; return its path. When
+    ``results/<name>-analysis.md`` exists, the report ends with a link to it."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.md"
+    analysis = RESULTS / analysis_name(name)
+    if analysis.exists():
+        markdown = (
+            markdown.rstrip()
+            + f"\n\nAnalysis, written by hand after a run and kept when the report "
+            f"is regenerated (check its date against this report's): "
+            f"[{analysis.name}]({analysis.name})\n"
+        )
     path.write_text(markdown.rstrip() + "\n")
     return path
 
