@@ -506,8 +506,9 @@ def why_lines(found: list[Goal]) -> list[str]:
         ]
     lines += [
         "",
-        "Analysis beyond these numbers: _to be written by whoever ran the "
-        "storm, from the plots and the data file._",
+        "Analysis beyond these numbers: whoever ran the storm writes it, from "
+        "the plots and the data file, into `<report>-analysis.md` beside this "
+        "report, which a regeneration keeps and links at the end.",
         "",
     ]
     return lines
