@@ -608,7 +608,7 @@ def _setup_lines(settings: LoadSettings) -> list[str]:
         f"pillar.get {lf.WEIGHT_PILLAR_GET}, runner {lf.WEIGHT_RUNNER}, job to all "
         f"{lf.WEIGHT_JOB_ALL}; one `EventFollower` reading `/events` for "
         f"{lf.EVENTS_WINDOW_S:g} s windows",
-        "variants: " + ", ".join(_describe(v, settings) for v in settings.variants),
+        "variants: " + "; ".join(_describe(v, settings) for v in settings.variants),
         f"runs: {settings.runs} of every variant, in a rotated order; every "
         f"master has {WORKER_THREADS} MWorkers in all",
     ]
