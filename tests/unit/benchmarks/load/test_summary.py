@@ -209,8 +209,9 @@ def _goal_run(
     presence = EndpointStats(
         "POST", PRESENCE, 1000, presence_failed, 1.0, p99 / 2, p99, p99, 0.0
     )
+    by_endpoint = {(PRESENCE, kind): count for kind, count in failures.items()}
     return summary.VariantRun(
-        name, name, LocustResult([presence], None, failures, {}, [])
+        name, name, LocustResult([presence], None, failures, by_endpoint, [])
     )
 
 
@@ -265,3 +266,20 @@ def test_over_runs_the_goals_are_judged_on_the_median() -> None:
         "  - on #2",
         "  - on #3",
     ]
+
+
+def test_pristine_errors_on_a_runner_only_the_series_has_are_left_out() -> None:
+    from benchmarks.load.summary import EndpointStats, goal_lines
+
+    tuned = _goal_run("tuned", 2000, {"timeout": 5}, presence_failed=5)
+    status = EndpointStats("POST", "runner ratelimit.status", 40, 40, 1, 9, 9, 9, 0)
+    tuned.locust.endpoints.append(status)
+    tuned.locust.failures["server_error"] = 40
+    tuned.locust.failures_by_endpoint[(status.name, "server_error")] = 40
+    on = _goal_run("on", 2000, {"timeout": 5}, presence_failed=5)
+    lines = goal_lines([on, tuned])
+    # tuned: 5 of its 1000 other requests, not 45 of 1040
+    assert lines[0].endswith("(tuned 0.50 %)")
+    assert "  - tuned #1: 5 of 1000 requests failed other than 503 (timeout 5)" in (
+        "\n".join(lines)
+    )
