@@ -8,6 +8,7 @@ first on ``PYTHONPATH``, so each measures the Salt it names.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from benchmarks.options import names_in_order, option
+from benchmarks.options import FromSalt, names_in_order, option
+from harness.argtypes import non_negative, positive
 from harness.errors import HarnessError
+from harness.ratelimit import RateLimiting
 from harness.salttree import Layout, extract_tar, read_upstream
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +95,57 @@ def describe_commits(src: Path, tag: str) -> str:
 #: without the limiter) and ``tuned`` (pristine 3008.3 with
 #: :func:`tuned_options`)
 MASTER_VARIANTS: Final = ("off", "on", "pools", "tuned")
+
+
+#: MWorkers of every master the storm and the load compare, in all: an
+#: exempt pool takes its share of them (equal masters)
+MASTER_MWORKERS: Final = 4
+
+
+def _exempt_pool(word: str) -> int:
+    """An exempt pool that leaves the default pool at least one of the
+    :data:`MASTER_MWORKERS` (argparse type)."""
+    count = non_negative(word)
+    if count >= MASTER_MWORKERS:
+        raise argparse.ArgumentTypeError(
+            f"invalid exempt pool {count}: every master has {MASTER_MWORKERS} "
+            f"MWorkers in all, so at most {MASTER_MWORKERS - 1} (the default "
+            "pool keeps one)"
+        )
+    return count
+
+
+def max_master_jobs_option() -> Any:
+    """The ``max_master_jobs`` field: the limiter-on master's budget, Salt's
+    default unless given."""
+    return option(
+        FromSalt(lambda: RateLimiting().max_master_jobs),
+        positive,
+        "rate_limiting:max_master_jobs of the limiter-on master (default: "
+        "Salt's, %(default)s)",
+    )
+
+
+def exempt_pool_option() -> Any:
+    """The ``exempt_pool`` field: the MWorkers of the exempt functions' own
+    pool on the limiter-on and ``pools`` masters."""
+    return option(
+        1,
+        _exempt_pool,
+        "MWorkers of a worker pool of their own for the exempt functions "
+        "(test.ping, saltutil.find_job, ...; worker_pools:<pool>:functions) on "
+        "the limiter-on and pools masters, taken from the "
+        f"{MASTER_MWORKERS} every master has; 0: no such pool",
+    )
+
+
+def check_pools(variants: tuple[str, ...], exempt_pool: int) -> None:
+    """Refuse ``pools`` without an exempt pool: its master would be off's."""
+    if "pools" in variants and not exempt_pool:
+        raise ValueError(
+            "--variants pools needs an exempt pool (--exempt-pool 1 or more): "
+            "without one its master is the limiter-off master"
+        )
 
 
 def variants_option(both: tuple[str, str]) -> Any:

@@ -19,7 +19,13 @@ from benchmarks.options import (
     option,
     report_name,
 )
-from benchmarks.salt_trees import variants_option
+from benchmarks.salt_trees import (
+    MASTER_MWORKERS,
+    check_pools,
+    exempt_pool_option,
+    max_master_jobs_option,
+    variants_option,
+)
 from harness.argtypes import function_names, non_negative, port, positive, seconds
 from harness.ratelimit import RateLimiting
 
@@ -28,7 +34,7 @@ from harness.ratelimit import RateLimiting
 BOTH: Final = ("off", "on")
 _PROFILE: Final = LoadProfile()
 #: MWorkers of every variant's master in all, an exempt pool's included
-WORKER_THREADS: Final = 4
+WORKER_THREADS: Final = MASTER_MWORKERS
 
 
 def _names(word: str) -> tuple[str, ...]:
@@ -55,24 +61,14 @@ class LoadOptions(BenchOptions):
         "runs of every variant, in a rotated order; the goals are judged on "
         "the medians over the runs",
     )
-    max_master_jobs: int = option(
-        FromSalt(lambda: RateLimiting().max_master_jobs),
-        positive,
-        "rate_limiting:max_master_jobs when on (default: %(default)s, Salt's)",
-    )
+    max_master_jobs: int = max_master_jobs_option()
     max_queue: int = option(
         FromSalt(lambda: RateLimiting().max_queue),
         positive,
         "rate_limiting:max_queue when on (default: %(default)s, Salt's); a "
         "small one shows how the console meets an overloaded master",
     )
-    exempt_pool: int = option(
-        1,
-        non_negative,
-        "MWorkers of the limiter-on master's own pool for the exempt functions "
-        "(test.ping, saltutil.find_job, ...), taken from the 4 every variant's "
-        "master has; 0: no such pool",
-    )
+    exempt_pool: int = exempt_pool_option()
     exempt: tuple[str, ...] | None = option(
         None,
         _names,
@@ -156,17 +152,7 @@ class LoadOptions(BenchOptions):
         return BenchOptions.word(value)
 
     def __post_init__(self) -> None:
-        if "pools" in self.variants and not self.exempt_pool:
-            raise ValueError(
-                "--variants pools needs an exempt pool (--exempt-pool 1 or "
-                "more): without one its master is the limiter-off master"
-            )
-        if self.exempt_pool >= WORKER_THREADS:
-            raise ValueError(
-                f"--exempt-pool {self.exempt_pool}: every master has "
-                f"{WORKER_THREADS} MWorkers in all, so at most {WORKER_THREADS - 1} "
-                "(the default pool keeps one)"
-            )
+        check_pools(self.variants, self.exempt_pool)
 
     def profile(self) -> LoadProfile:
         """The load's shape over time."""

@@ -8,7 +8,6 @@ that differ from them.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -18,7 +17,13 @@ from benchmarks.options import (
     option,
     report_name,
 )
-from benchmarks.salt_trees import tuned_options, variants_option
+from benchmarks.salt_trees import (
+    check_pools,
+    exempt_pool_option,
+    max_master_jobs_option,
+    tuned_options,
+    variants_option,
+)
 from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
@@ -31,19 +36,6 @@ BOTH: Final = ("on", "off")
 #: soft ``RLIMIT_NOFILE`` of 1024: (1024 - 100 reserved) // 5 descriptors
 #: per job process (``Minion._get_effective_process_count_max``)
 DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
-
-
-def _exempt_pool(word: str) -> int:
-    """An exempt pool that leaves the default pool at least one of the
-    WORKER_THREADS MWorkers every variant's master has."""
-    count = non_negative(word)
-    if count >= WORKER_THREADS:
-        raise argparse.ArgumentTypeError(
-            f"invalid exempt pool {count}: every master has {WORKER_THREADS} "
-            f"MWorkers in all, so at most {WORKER_THREADS - 1} (the default "
-            "pool keeps one)"
-        )
-    return count
 
 
 @dataclass(frozen=True)
@@ -73,19 +65,8 @@ class StormOptions(BenchOptions):
         "calls per case of the decide() micro-benchmark",
     )
     variants: tuple[str, ...] = variants_option(BOTH)
-    max_master_jobs: int = option(
-        FromSalt(lambda: RateLimiting().max_master_jobs),
-        positive,
-        "rate_limiting:max_master_jobs of the limiter-on master "
-        "(default: Salt's default, %(default)s)",
-    )
-    exempt_pool: int = option(
-        1,
-        _exempt_pool,
-        "MWorkers of the limiter-on master's worker pool for the exempt "
-        "functions (worker_pools:<pool>:functions), taken from the "
-        f"{WORKER_THREADS} every variant's master has; 0: no such pool",
-    )
+    max_master_jobs: int = max_master_jobs_option()
+    exempt_pool: int = exempt_pool_option()
     consumer_rate: float = option(
         150.0,
         rate,
@@ -124,11 +105,7 @@ class StormOptions(BenchOptions):
         ).with_slices(self.slice_min_targets)
 
     def __post_init__(self) -> None:
-        if "pools" in self.variants and not self.exempt_pool:
-            raise ValueError(
-                "--variants pools needs an exempt pool (--exempt-pool 1 or more): "
-                "without one its master is the limiter-off master"
-            )
+        check_pools(self.variants, self.exempt_pool)
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:
