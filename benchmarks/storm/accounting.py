@@ -155,6 +155,10 @@ class VariantResult:
     #: reached yet: owing no return, and not counted as expected
     targets_unpublished: int = 0
     completed_jobs: int = 0
+    #: jobs whose returns in the job cache fall short of those expected:
+    #: ``{jid: [in the job cache, expected, seen on the bus]}``, so a loss
+    #: names its jobs
+    short_in_cache: dict[str, list[int]] = field(default_factory=dict)
     peak_minion_jobs: int = 0
     #: duplicate returns on the master's bus (see JobTrack.duplicates)
     duplicate_returns: int = 0
@@ -239,6 +243,13 @@ class VariantResult:
             self.received_bus += len(track.returned)
             self.duplicate_returns += track.duplicates
             self.completed_jobs += track.completed is not None
+            held = cache.get(track.jid, 0)
+            if held < track.expected:
+                self.short_in_cache[track.jid] = [
+                    held,
+                    track.expected,
+                    len(track.returned),
+                ]
         self.received_cache = sum(cache.values())
 
 

@@ -312,7 +312,34 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         "manager's ledger: one per published job and minion until the "
         "minion's return arrives.",
         "",
+        *_short_in_cache(results),
     ]
+
+
+#: jobs named per variant when the job cache holds fewer returns than expected
+SHORT_JOBS_SHOWN: Final = 5
+
+
+def _short_in_cache(results: list[VariantResult]) -> list[str]:
+    """A line per variant whose job cache holds fewer returns of a job than
+    expected, naming the jobs (at most SHORT_JOBS_SHOWN), so that a loss can
+    be looked up in the master's log by its jid."""
+    lines = []
+    for result in results:
+        if not result.short_in_cache:
+            continue
+        shown = sorted(result.short_in_cache.items())[:SHORT_JOBS_SHOWN]
+        jobs = "; ".join(
+            f"{jid}: {held} of {expected} in the job cache, {bus} on the bus"
+            for jid, (held, expected, bus) in shown
+        )
+        more = len(result.short_in_cache) - len(shown)
+        tail = f"; and {more} more" if more else ""
+        lines.append(
+            f"- {result.label}: {len(result.short_in_cache)} job(s) short in "
+            f"the job cache: {jobs}{tail}"
+        )
+    return [*lines, ""] if lines else []
 
 
 def _over_time(results: list[VariantResult]) -> list[Any]:

@@ -166,6 +166,20 @@ def test_the_end_counts_add_up_the_book_and_take_the_job_cache_as_received():
     assert result.received_cache == 5  # the job cache also has job 1's late ones
     assert result.completed_jobs == 1  # only job 2 got every return on the bus
     assert result.missing_returns == 0
+    assert result.short_in_cache == {}
+
+
+def test_the_end_counts_name_a_job_the_job_cache_holds_too_few_returns_of():
+    """The bus showed every return of job 2, the job cache has none: a
+    loss at the master, named by its jid."""
+    book = JobBook()
+    book.add(JobTrack("1", "test.sleep", targets=2, accepted=10.0))
+    book.add(JobTrack("2", "test.sleep", targets=2, accepted=10.0))
+    book.feed([_ret("1", "a"), _ret("1", "b"), _ret("2", "a"), _ret("2", "b")])
+    result = VariantResult("off", None)
+    result.tally(book.jobs.values(), {"1": 2})
+    assert result.missing_returns == 2
+    assert result.short_in_cache == {"2": [0, 2, 2]}
 
 
 def test_a_return_the_bus_shows_twice_is_one_received_and_one_duplicate():

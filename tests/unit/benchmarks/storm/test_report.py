@@ -108,6 +108,21 @@ def test_the_end_counts_show_retries_duplicates_give_ups_and_losses() -> None:
     assert "`return_retry_tries` tries" in table
 
 
+def test_the_end_counts_name_the_jobs_the_job_cache_is_short_of() -> None:
+    """A loss names its jobs, to be looked up in the master's log by jid;
+    a variant that lost nothing gets no line."""
+    off = VariantResult("off", None, expected_returns=2000, received_cache=1000)
+    off.ended_by = "all expected returns arrived"
+    off.short_in_cache = {"20261125065000123456": [0, 1000, 1000]}
+    lines = report_lines([_limiter_on(), off], [], StormOptions(minions=10))
+    text = "\n".join(map(str, lines))
+    assert (
+        "- off #1: 1 job(s) short in the job cache: 20261125065000123456: "
+        "0 of 1000 in the job cache, 1000 on the bus"
+    ) in text
+    assert "- on #1:" not in text
+
+
 def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
     options = StormOptions(jobs=400, variants=("on",), output_name="storm-long-400")
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
