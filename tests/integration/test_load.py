@@ -60,8 +60,8 @@ def test_a_short_headless_run_writes_csv_and_report(tmp_path, results):
     assert "Regenerate: `nox -s load -- --minions 5 --name load-test`" in text
     # the per-endpoint table; which console tasks ran in 10 s is random
     # (weighted), the one login per user is not
-    assert f"| `/login` | off | {SHORT.spike_users} |" in text
-    assert "| off | 5 |" in text  # the salt-api vs LocalClient submissions
+    assert f"| `/login` | off #1 | {SHORT.spike_users} |" in text
+    assert "| off #1 | 5 |" in text  # the salt-api vs LocalClient submissions
     assert (results / "load-test-timeline.png").is_file()
     assert (out / "logs" / "master" / "log" / "api.log").exists()
 
@@ -84,7 +84,7 @@ def test_distributed_mode_one_worker_connects_and_reports(tmp_path, results):
     # which got salt-api's password from the master (no auth failures)
     assert locust.total is not None and locust.total.requests > 0
     assert locust.failures == {}
-    assert "| on |" in path.read_text()
+    assert "| on #1 |" in path.read_text()
 
 
 def test_a_locust_that_cannot_start_is_reported_with_its_log(tmp_path):
@@ -132,7 +132,10 @@ def test_workers_only_serve_a_locust_master_elsewhere(tmp_path):
             [
                 *(sys.executable, "-m", "benchmarks.load"),
                 *("--master-host", "127.0.0.1", "--master-port", str(port)),
-                *("--variants", "off", "--workdir", str(tmp_path / "workers")),
+                # one run of one variant, as many as the locust master runs:
+                # workers serve --variants times --runs runs
+                *("--variants", "off", "--runs", "1"),
+                *("--workdir", str(tmp_path / "workers")),
             ],
             cwd=PROJECT_ROOT,
             capture_output=True,
