@@ -62,6 +62,9 @@ class Sample:
     #: the most one minion holds (sampled every CAPACITY_EVERY seconds)
     master_points: int = 0
     max_minion_points: int = 0
+    #: the points the limiter lets be in flight now (its budget, which
+    #: ``rate_limiting:slices:target_delay`` sizes from the wait of returns)
+    budget: int = 0
     #: master PSS (MiB) per process role (proctree.role)
     pss_by_role: dict[str, float] = field(default_factory=dict)
 

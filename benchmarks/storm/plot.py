@@ -18,6 +18,7 @@ PANELS: Final[tuple[tuple[str, Callable[[Sample], float | None]], ...]] = (
     ("jobs in flight", lambda s: s.in_flight),
     ("jobs queued", lambda s: max(0, s.queued)),
     ("points held (ledger)", lambda s: s.master_points),
+    ("limiter budget (points)", lambda s: s.budget if s.budget > 0 else None),
     ("returns / s (bus)", lambda s: s.returns_per_s),
     ("bus delay of returns (s)", lambda s: s.bus_delay_s),
 )

@@ -120,8 +120,9 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         + (
             "A job is published in slices of at least "
             f"{options.slice_min_targets} minions under its one jid, each as "
-            "returns free the max_master_jobs budget "
-            "(`rate_limiting:slices`). "
+            "returns free the budget; the budget follows the wait returns see "
+            "(`rate_limiting:slices`, its `target_delay` at Salt's default), "
+            "with max_master_jobs as its ceiling. "
             if options.slice_min_targets
             else ""
         )
@@ -198,6 +199,7 @@ OVER_TIME: Final[tuple[Column, ...]] = (
             max((s.master_points for s in r.samples), default=0) if r.limiter else "-"
         ),
     ),
+    ("budget min / median / max", lambda r: _budget_cell(r)),
     (
         "returns/s peak",
         lambda r: f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
@@ -535,3 +537,12 @@ def _delay_summary(result: VariantResult) -> str:
     if not delays:
         return "-"
     return f"{report.median(delays):.2f} / {max(delays):.1f}"
+
+
+def _budget_cell(result: VariantResult) -> str:
+    """The limiter's budget over the storm (the points it let be in flight),
+    ``-`` without the limiter."""
+    budgets = sorted(s.budget for s in result.samples if s.budget > 0)
+    if not result.limiter or not budgets:
+        return "-"
+    return f"{budgets[0]} / {report.median(budgets):.0f} / {budgets[-1]}"

@@ -71,14 +71,20 @@ def driver_cpu_seconds() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _limiter_state(probe: QueueProbe) -> tuple[int, int]:
-    """``(jobs queued, points held)`` from the queue manager; -1s when it
-    did not answer."""
+def _limiter_state(probe: QueueProbe) -> tuple[int, int, int]:
+    """``(jobs queued, points held, budget)`` from the queue manager; -1s
+    when it did not answer. Without slices the budget is max_master_jobs."""
     try:
         status = probe.status()
     except (OSError, RuntimeError):
-        return -1, -1
-    return int(status.get("queued", 0)), int(status.get("master_jobs", 0))
+        return -1, -1, -1
+    slices = status.get("slices") or {}
+    budget = slices.get("budget", status.get("max_master_jobs", 0))
+    return (
+        int(status.get("queued", 0)),
+        int(status.get("master_jobs", 0)),
+        int(budget or 0),
+    )
 
 
 def _max_minion_points(probe: QueueProbe, previous: int) -> int:
@@ -187,7 +193,9 @@ class StormRun:
             returns, ages = self.book.feed(events)
             now = time.monotonic()
             sent = int(self._fleet_status().get("returns_sent") or 0)
-            queued, points = _limiter_state(self.probe) if self.limiter else (0, 0)
+            queued, points, budget = (
+                _limiter_state(self.probe) if self.limiter else (0, 0, 0)
+            )
             if self.limiter is not None and taken % CAPACITY_EVERY == 0:
                 max_points = _max_minion_points(self.probe, max_points)
             roles = master_roles(proctree.pss_by_role(self.master.process.pid))
@@ -202,6 +210,7 @@ class StormRun:
                 minion_returns_per_s=(sent - last_sent) / (now - last),
                 master_points=points,
                 max_minion_points=max_points,
+                budget=budget,
             )
             with self.lock:
                 self.result.samples.append(sample)
