@@ -20,7 +20,6 @@ from benchmarks.options import (
     report_name,
 )
 from benchmarks.salt_trees import (
-    MASTER_MWORKERS,
     check_pools,
     exempt_pool_option,
     max_master_jobs_option,
@@ -33,8 +32,6 @@ from harness.ratelimit import RateLimiting
 #: pristine 3008.3 too)
 BOTH: Final = ("off", "on")
 _PROFILE: Final = LoadProfile()
-#: MWorkers of every variant's master in all, an exempt pool's included
-WORKER_THREADS: Final = MASTER_MWORKERS
 
 
 def _names(word: str) -> tuple[str, ...]:

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
-from benchmarks.load.options import WORKER_THREADS
 from benchmarks.load.shape import LoadProfile
 from benchmarks.load.summary import (
     ApiCost,
@@ -44,7 +43,12 @@ from benchmarks.load.summary import (
     timeline_plot,
 )
 from benchmarks.load.traffic import PASSWORD_ENV
-from benchmarks.salt_trees import extract_pristine, rotated, tuned_options
+from benchmarks.salt_trees import (
+    MASTER_MWORKERS,
+    extract_pristine,
+    rotated,
+    tuned_options,
+)
 from harness.errors import HarnessError
 from harness.processes import ManagedProcess
 from harness.ratelimit import RateLimiting
@@ -435,19 +439,19 @@ def measure_api_cost(stack: Stack, submissions: int) -> ApiCost:
 def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
     """The master options of ``variant``; with an exempt pool (the limiter
     on, or ``pools``), the pool takes its MWorkers from the same
-    :data:`WORKER_THREADS` as the limiter-off master has (equal masters);
+    :data:`MASTER_MWORKERS` as the limiter-off master has (equal masters);
     ``tuned`` has 3008.3's own knobs."""
     if variant == "off":
         return {}
     if variant == "tuned":
-        return tuned_options(WORKER_THREADS)
+        return tuned_options(MASTER_MWORKERS)
     limits = RateLimiting(
         max_master_jobs=settings.max_master_jobs,
         max_queue=settings.max_queue,
         exempt=settings.exempt,
         exempt_pool_workers=settings.exempt_pool,
     )
-    default_pool = WORKER_THREADS - settings.exempt_pool
+    default_pool = MASTER_MWORKERS - settings.exempt_pool
     options = limits.with_slices(settings.slice_min_targets).master_options(
         default_pool
     )
@@ -481,7 +485,7 @@ def _stack(
         fleet=fleet,
         ext_pillar=db_ext_pillar(),
         master_opts=_limiter_options(settings, variant),
-        worker_threads=WORKER_THREADS,
+        worker_threads=MASTER_MWORKERS,
         master_salt_tree=salt_tree,
         logs_dir=out_dir / "logs",
         # beyond loopback: one certificate for every variant, so that
@@ -576,7 +580,7 @@ def _limits(settings: LoadSettings) -> str:
     if settings.exempt_pool:
         words.append(
             f"exempt functions' pool of {settings.exempt_pool} MWorker(s) of the "
-            f"{WORKER_THREADS} every variant's master has"
+            f"{MASTER_MWORKERS} every variant's master has"
         )
     if settings.slice_min_targets:
         words.append(f"slices of at least {settings.slice_min_targets} minions")
@@ -610,7 +614,7 @@ def _setup_lines(settings: LoadSettings) -> list[str]:
         f"{lf.EVENTS_WINDOW_S:g} s windows",
         "variants: " + "; ".join(_describe(v, settings) for v in settings.variants),
         f"runs: {settings.runs} of every variant, in a rotated order; every "
-        f"master has {WORKER_THREADS} MWorkers in all",
+        f"master has {MASTER_MWORKERS} MWorkers in all",
     ]
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from benchmarks import report
-from benchmarks.salt_trees import MASTER_MWORKERS
 from benchmarks.storm.consumer import ConsumerRun
 from harness.ratelimit import (
     PUBLISHED_OUTCOMES,
@@ -30,8 +29,6 @@ from harness.ratelimit import (
     slice_event,
 )
 
-#: MWorkers of every variant's master in all (an exempt pool takes its share)
-WORKER_THREADS: Final = MASTER_MWORKERS
 PING_TARGETS: Final = 10
 PING_TIMEOUT: Final = 10  # seconds a presence ping waits for its returns
 PING_MAX_OUTSTANDING: Final = 10  # pings in flight at once; a tick beyond is skipped

@@ -18,13 +18,13 @@ from benchmarks.options import (
     report_name,
 )
 from benchmarks.salt_trees import (
+    MASTER_MWORKERS,
     check_pools,
     exempt_pool_option,
     max_master_jobs_option,
     tuned_options,
     variants_option,
 )
-from benchmarks.storm.accounting import WORKER_THREADS
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
@@ -114,13 +114,13 @@ class StormOptions(BenchOptions):
         if variant == "off":
             return None
         if variant == "tuned":
-            return tuned_options(WORKER_THREADS)
+            return tuned_options(MASTER_MWORKERS)
         options = self.limiter_master_options()
         if variant == "pools":
             return {"worker_pools": options["worker_pools"]}
         return options
 
-    def limiter_master_options(self, mworkers: int = WORKER_THREADS) -> dict[str, Any]:
+    def limiter_master_options(self, mworkers: int = MASTER_MWORKERS) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)
         with ``mworkers`` MWorkers in all, its exempt pool's included: the
         same as every other variant's master, which would otherwise compare

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import report
+from benchmarks.salt_trees import MASTER_MWORKERS
 from benchmarks.storm.accounting import (
     PING_MAX_OUTSTANDING,
     PING_TARGETS,
@@ -19,7 +20,6 @@ from benchmarks.storm.accounting import (
     SLEEP_LENGTHS,
     START_JITTER,
     STATE_DURATION,
-    WORKER_THREADS,
     VariantResult,
 )
 from benchmarks.storm.consumer import BOUND_S, TREND_SHARE
@@ -91,7 +91,7 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
     pool = (
         f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
         f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
-        f"beside the {WORKER_THREADS - limits.exempt_pool_workers} of the "
+        f"beside the {MASTER_MWORKERS - limits.exempt_pool_workers} of the "
         "default pool (`worker_pools:exempt:functions`). "
         if limits.exempt_pool_workers
         else "No worker pool of its own for the exempt functions. "
@@ -141,7 +141,7 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             if "tuned" in options.variants
             else ""
         )
-        + f"Every variant's master has {WORKER_THREADS} MWorkers in all. "
+        + f"Every variant's master has {MASTER_MWORKERS} MWorkers in all. "
         + _consumer_intro(options)
         + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
         f"({PING_TIMEOUT} s timeout), {PING_TARGETS} other minions each time "

@@ -13,11 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmarks.salt_trees import extract_pristine, rotated
+from benchmarks.salt_trees import MASTER_MWORKERS, extract_pristine, rotated
 from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
-    WORKER_THREADS,
     VariantResult,
 )
 from benchmarks.storm.decide import decide_benchmark
@@ -131,11 +130,11 @@ def _fleet_stack(
     return fleet_stack(
         options.minions,
         root=root,
-        # an exempt pool takes its share of the same WORKER_THREADS: equal
+        # an exempt pool takes its share of the same MASTER_MWORKERS: equal
         # masters
         master_opts=options.master_options(name),
         fleet=fleet,
-        worker_threads=WORKER_THREADS,
+        worker_threads=MASTER_MWORKERS,
         consumer=consumer,
         master_salt_tree=salt_tree,
     )

@@ -118,9 +118,9 @@ def test_the_pools_and_tuned_masters() -> None:
 
 
 def test_every_variants_master_has_as_many_mworkers() -> None:
-    from benchmarks.load.options import WORKER_THREADS
+    from benchmarks.salt_trees import MASTER_MWORKERS
 
     for pool in (0, 1, 3):
         options = run._limiter_options(_settings("--exempt-pool", str(pool)), "on")
         pools = options.get("worker_pools") or {"default": {"worker_count": 4}}
-        assert sum(p["worker_count"] for p in pools.values()) == WORKER_THREADS
+        assert sum(p["worker_count"] for p in pools.values()) == MASTER_MWORKERS

@@ -141,12 +141,12 @@ def test_each_variant_gets_a_consumer_of_its_own_unless_the_rate_is_0() -> None:
 
 @pytest.mark.parametrize("exempt", [0, 1, 3])
 def test_the_limiter_on_master_has_as_many_mworkers_as_the_others(exempt) -> None:
-    from benchmarks.storm.accounting import WORKER_THREADS
+    from benchmarks.salt_trees import MASTER_MWORKERS
 
     pools = StormOptions(exempt_pool=exempt).limiter_master_options().get(
         "worker_pools"
-    ) or {"default": {"worker_count": WORKER_THREADS}}
-    assert sum(pool["worker_count"] for pool in pools.values()) == WORKER_THREADS
+    ) or {"default": {"worker_count": MASTER_MWORKERS}}
+    assert sum(pool["worker_count"] for pool in pools.values()) == MASTER_MWORKERS
 
 
 def test_an_exempt_pool_that_leaves_no_default_worker_is_refused() -> None:
@@ -176,13 +176,13 @@ def test_pools_without_an_exempt_pool_is_refused() -> None:
 
 
 def test_the_tuned_master_has_3008_3_knobs_and_as_many_mworkers() -> None:
-    from benchmarks.storm.accounting import WORKER_THREADS
+    from benchmarks.salt_trees import MASTER_MWORKERS
 
     tuned = StormOptions(variants=("tuned",)).master_options("tuned")
     assert tuned is not None and tuned["master_async_mworker"] is True
     pools = tuned["worker_pools"]
     assert pools["publish"]["commands"] == ["publish"]
-    assert sum(pool["worker_count"] for pool in pools.values()) == WORKER_THREADS
+    assert sum(pool["worker_count"] for pool in pools.values()) == MASTER_MWORKERS
     assert "rate_limiting" not in tuned
 
 
