@@ -89,6 +89,12 @@ def _add_options(parser: Any) -> None:
         "that answer test.ping to '*'",
     )
     parser.add_argument(
+        "--salt-without-ratelimit",
+        action="store_true",
+        help="the master runs pristine Salt, which has no ratelimit runner: "
+        "the console does not poll ratelimit.status",
+    )
+    parser.add_argument(
         "--presence-targets", type=int, default=10, help="minions per presence check"
     )
     parser.add_argument(
@@ -332,7 +338,10 @@ class ConsoleUser(SaltApiUser):
 
     @task(WEIGHT_RUNNER)
     def ratelimit_status(self) -> None:
-        """The rate limiter's status, as a console's load indicator polls it."""
+        """The rate limiter's status, as a console's load indicator polls it;
+        a console on pristine Salt has no such indicator."""
+        if self.options.salt_without_ratelimit:
+            return
         self.call(
             "runner ratelimit.status", {"client": "runner", "fun": "ratelimit.status"}
         )

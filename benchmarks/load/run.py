@@ -190,6 +190,8 @@ class LocustCommand:
     out_prefix: Path
     presence_targets: int = 10
     group_size: int = 50
+    #: the master has the series' ``ratelimit`` runner (pristine Salt has not)
+    ratelimit_runner: bool = True
     extra: list[str] = field(default_factory=list)
 
     def _base(self) -> list[str]:
@@ -229,6 +231,8 @@ class LocustCommand:
             f"--group-size={self.group_size}",
             *self._profile_args(),
         ]
+        if not self.ratelimit_runner:
+            argv.append("--salt-without-ratelimit")
         if workers is not None and workers.expected:
             argv += [
                 "--master",
@@ -509,7 +513,9 @@ def run_variant(
     root.chmod(0o755)  # an unprivileged PostgreSQL must enter it
     try:
         with _stack(settings, variant, root, out_dir, salt_tree) as stack:
-            result = _load(stack, settings, variant, out_dir)
+            result = _load(
+                stack, settings, variant, out_dir, pristine=salt_tree is not None
+            )
         result.run = run_no
         return result
     finally:
@@ -524,7 +530,11 @@ def _ca_option(ca_file: str | None) -> list[str]:
 
 
 def _load(
-    stack: Stack, settings: LoadSettings, variant: str, out_dir: Path
+    stack: Stack,
+    settings: LoadSettings,
+    variant: str,
+    out_dir: Path,
+    pristine: bool = False,
 ) -> VariantRun:
     from harness.pillar.generate import generate
     from harness.pillar.store import store_fleet
@@ -537,6 +547,7 @@ def _load(
         out_prefix=out_dir / "locust",
         presence_targets=settings.presence_targets,
         group_size=settings.group_size,
+        ratelimit_runner=not pristine,
         extra=[
             f"--salt-minions={','.join(stack.fleet.ids)}",
             f"--salt-user={stack.api.credentials.user}",

@@ -11,7 +11,6 @@ import csv
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
 
 from benchmarks.load.failures import FailureKind, kind_of_error
 from benchmarks.report import median, pyplot, table
@@ -331,13 +330,6 @@ def goal_lines(runs: Sequence[VariantRun]) -> list[str]:
             + (f" ({beside})" if beside else "")
         )
     lines += [f"  - {run.label}: {_run_words(run)}" for run in runs]
-    if "tuned" in names:
-        lines.append(
-            "- tuned runs pristine 3008.3, which has no "
-            + ", ".join(f"`{e}`" for e in sorted(SERIES_ONLY))
-            + ": its errors there say nothing about load and are left out of "
-            "its failure share (they are in the tables above)"
-        )
     return lines
 
 
@@ -365,21 +357,13 @@ def _run_words(run: VariantRun) -> str:
     return f"{failed} of {total} requests failed other than 503 ({kinds}); {presence}"
 
 
-#: endpoints that call what only the series has: a master of pristine 3008.3
-#: (the ``tuned`` variant) answers them with an error, which says nothing
-#: about load
-SERIES_ONLY: Final = frozenset({"runner ratelimit.status"})
-
-
 def _other_failures(run: VariantRun) -> tuple[int, int, str]:
-    """Failures other than ``overloaded``, all requests, and the kinds; on
-    pristine 3008.3, without the requests to :data:`SERIES_ONLY` endpoints."""
-    left_out = SERIES_ONLY if run.name == "tuned" else frozenset()
+    """Failures other than ``overloaded``, all requests, and the kinds."""
     other: dict[str, int] = {}
-    for (endpoint, kind), count in run.locust.failures_by_endpoint.items():
-        if kind != "overloaded" and endpoint not in left_out:
+    for (_, kind), count in run.locust.failures_by_endpoint.items():
+        if kind != "overloaded":
             other[kind] = other.get(kind, 0) + count
-    total = sum(e.requests for e in run.locust.endpoints if e.name not in left_out)
+    total = sum(e.requests for e in run.locust.endpoints)
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(other.items())) or "none"
     return sum(other.values()), total, kinds
 

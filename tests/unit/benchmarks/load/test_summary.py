@@ -188,6 +188,15 @@ def test_locust_command_lines(tmp_path):
     worker = worker_command("10.0.0.5", 5599)
     assert "--worker" in worker and "--master-host=10.0.0.5" in worker
     assert "--headless" not in worker
+    # a console on pristine Salt does not poll the series' ratelimit runner
+    assert "--salt-without-ratelimit" not in alone
+    pristine = LocustCommand(
+        host="http://127.0.0.1:8000",
+        profile=command.profile,
+        out_prefix=tmp_path / "locust",
+        ratelimit_runner=False,
+    )
+    assert "--salt-without-ratelimit" in pristine.headless()
 
 
 def test_where_the_locust_master_listens():
@@ -266,20 +275,3 @@ def test_over_runs_the_goals_are_judged_on_the_median() -> None:
         "  - on #2",
         "  - on #3",
     ]
-
-
-def test_pristine_errors_on_a_runner_only_the_series_has_are_left_out() -> None:
-    from benchmarks.load.summary import EndpointStats, goal_lines
-
-    tuned = _goal_run("tuned", 2000, {"timeout": 5}, presence_failed=5)
-    status = EndpointStats("POST", "runner ratelimit.status", 40, 40, 1, 9, 9, 9, 0)
-    tuned.locust.endpoints.append(status)
-    tuned.locust.failures["server_error"] = 40
-    tuned.locust.failures_by_endpoint[(status.name, "server_error")] = 40
-    on = _goal_run("on", 2000, {"timeout": 5}, presence_failed=5)
-    lines = goal_lines([on, tuned])
-    # tuned: 5 of its 1000 other requests, not 45 of 1040
-    assert lines[0].endswith("(tuned 0.50 %)")
-    assert "  - tuned #1: 5 of 1000 requests failed other than 503 (timeout 5)" in (
-        "\n".join(lines)
-    )
