@@ -217,6 +217,30 @@ def test_the_driver_cpu_is_reported_apart_from_the_masters() -> None:
     assert "Every variant's master has 4 MWorkers in all" in text
 
 
+def test_the_limiter_s_budget_over_the_storm_is_shown_for_the_limiter_only() -> None:
+    on = _limiter_on()
+    for sample, budget in zip(on.samples, (100, 700), strict=True):
+        sample.budget = budget
+    on.samples.append(_sample(3, {"MWorker default": 450.0}))
+    on.samples[-1].budget = 400
+    off = VariantResult("off", None, submitted=2)
+    off.samples = [_sample(1, {"MWorker default": 400.0})]
+    text = "\n".join(
+        str(line)
+        for line in report_lines([on, off], [], StormOptions(minions=10, jobs=2))
+    )
+    header = next(line for line in text.splitlines() if "budget min" in line)
+    cells = {
+        name: dict(zip(header.split("|"), row.split("|"), strict=True))
+        for name, row in (
+            (name, next(line for line in text.splitlines() if line.startswith(start)))
+            for name, start in (("on", "| on #1 | 0 ("), ("off", "| off #1 | 0 ("))
+        )
+    }
+    assert cells["on"][" budget min / median / max "] == " 100 / 400 / 700 "
+    assert cells["off"][" budget min / median / max "] == " - "
+
+
 def test_the_headline_is_the_median_of_the_runs_with_their_range() -> None:
     from benchmarks.storm.report import _headline
 
