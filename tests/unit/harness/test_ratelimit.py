@@ -45,7 +45,10 @@ def test_slices_render_an_option_salt_accepts() -> None:
     assert on["slices"] == config.DEFAULT_SLICES
     sized = RateLimiting(slices=True, slice_min_targets=20, slice_backlog=4.5)
     effective = config.rate_limiting_config(sized.master_options())
-    assert effective["slices"] == {"min_targets": 20, "backlog": 4.5}
+    # the settings given replace Salt's; the rest (target_delay) stay Salt's
+    assert effective["slices"] == dict(
+        config.DEFAULT_SLICES, min_targets=20, backlog=4.5
+    )
 
 
 def test_slice_settings_without_slices_are_refused() -> None:
