@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness.cli import DEFAULT_ROOT, ROOT_ENV
@@ -63,6 +65,23 @@ def _snapshot(path: Path) -> list[tuple[str, float]]:
     return sorted((str(p), p.stat().st_mtime) for p in path.rglob("*"))
 
 
+def _leftovers(temp: Path) -> str:
+    """What was left in the temp directory, how old, and which processes
+    still run from it: enough to tell a copy kept as in use from one kept as
+    fresh (harness.postgres.remove_stale_copies)."""
+    now = time.time()
+    lines = ["left in the temp dir:"]
+    for path in sorted(temp.iterdir()):
+        lines.append(f"  {path.name}: modified {now - path.stat().st_mtime:.0f} s ago")
+    for proc in psutil.process_iter(["pid", "exe", "status", "cmdline"]):
+        exe = proc.info["exe"] or ""
+        if exe.startswith(str(temp)):
+            lines.append(
+                f"  in use by pid {proc.info['pid']} ({proc.info['status']}): {exe}"
+            )
+    return "\n".join(lines)
+
+
 def test_the_readme_by_hand_block_works_verbatim(open_tmp) -> None:
     root = open_tmp / "stack"
     stack_state = root / "stack.json"
@@ -106,7 +125,7 @@ def test_the_readme_by_hand_block_works_verbatim(open_tmp) -> None:
     assert pids and alive(pids) == []
     assert not root.exists(), "down --purge removes the stack's data"
     assert _snapshot(USER_STACK) == user_stack
-    assert sorted(p.name for p in temp.iterdir()) == [], "left in the temp dir"
+    assert sorted(p.name for p in temp.iterdir()) == [], _leftovers(temp)
 
     by_name = {c.split(" -- ", 1)[1]: out for c, out in outputs.items()}
     # up prints every process it started with its pid and log
