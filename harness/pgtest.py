@@ -25,6 +25,7 @@ from harness.postgres import (
     open_temp_directory,
     remove_stale_copies,
 )
+from harness.processes import signals_deferred
 from harness.progress import ticking_stdout
 
 DSN_VARIABLE = "SALT_TEST_POSTGRES_DSN"
@@ -65,11 +66,13 @@ def run_with_server(command: Sequence[str]) -> int:
             env = dict(os.environ, **{DSN_VARIABLE: server.connection.dsn})
             return _call(command, env)
         finally:
-            server.stop()
-            server.cleanup()
-            # the PostgreSQL install copied for an unprivileged server, once
-            # no server runs from it (a stack's stop does the same)
-            remove_stale_copies()
+            # a second Ctrl-C or SIGTERM waits until the server is stopped
+            with signals_deferred():
+                server.stop()
+                server.cleanup()
+                # the PostgreSQL install copied for an unprivileged server,
+                # once no server runs from it (a stack's stop does the same)
+                remove_stale_copies()
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -71,7 +71,7 @@ class ManagedProcess:
     def start(self) -> None:
         """Start the process in its own process group, output into its log."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log, _signals_deferred():
+        with self.log_path.open("ab") as log, signals_deferred():
             try:
                 self._popen = subprocess.Popen(
                     list(self.argv),
@@ -175,11 +175,13 @@ class ManagedProcess:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
+def signals_deferred() -> Iterator[None]:
     """Hold Ctrl-C / SIGTERM until the block is done.
 
     A KeyboardInterrupt raised inside ``Popen`` after the fork would lose the
-    child's pid, and a daemon nobody knows of cannot be stopped. Handlers
+    child's pid, and a daemon nobody knows of cannot be stopped. The same
+    holds for a stop: a second Ctrl-C that cut it short would leave what it
+    had not stopped yet running (a PostgreSQL server as ``nobody``, say). Handlers
     are process-wide and only the main thread may set them; elsewhere the
     block runs as it is.
     """

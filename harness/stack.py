@@ -44,7 +44,7 @@ from harness.postgres import (
     open_temp_dir,
     remove_stale_copies,
 )
-from harness.processes import ProcessRecord, stop_process_tree
+from harness.processes import ProcessRecord, signals_deferred, stop_process_tree
 from harness.saltapi import ApiSettings, SaltApi
 
 if TYPE_CHECKING:
@@ -284,9 +284,17 @@ class Stack:
                 self.fleet.start()
 
     def stop(self) -> None:
-        """Stop what was started, in reverse order; safe to call twice."""
+        """Stop what was started, in reverse order; safe to call twice.
+
+        Ctrl-C or SIGTERM during the stop arrives after it: every part is
+        stopped (each within its timeout) before the interrupt is raised.
+        """
         if self._detached:
             return
+        with signals_deferred():
+            self._stop()
+
+    def _stop(self) -> None:
         for part in self._parts()[::-1]:
             part.stop()
         if self.postgres is not None:

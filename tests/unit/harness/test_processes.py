@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from harness.processes import _signals_deferred
+from harness.processes import signals_deferred
 
 
 def test_ctrl_c_during_a_start_arrives_after_it() -> None:
     finished = False
-    with pytest.raises(KeyboardInterrupt), _signals_deferred():
+    with pytest.raises(KeyboardInterrupt), signals_deferred():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # a handler would have run by now
         finished = True

@@ -3,13 +3,18 @@ FleetConfig, handed to the simulator as a file, with keys made ready once."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from evil_minions.supervisor import FleetSupervisor
 from harness.fleet import DEFAULT_KEYS_DIR, FleetConfig, SimulatedFleet, cache_keys
 from harness.master import MasterSettings
-from harness.stack import fleet_stack
+from harness.stack import Stack, StackSettings, fleet_stack
 
 
 def test_fleet_stack_is_unstarted_and_takes_the_count_it_is_given(
@@ -63,3 +68,28 @@ def test_a_supervisor_told_keys_are_ready_makes_none(tmp_path: Path) -> None:
     )
     assert FleetSupervisor(cfg, keys_ready=True).prepare() == ["evil-0001"]
     assert not (tmp_path / "keys").exists()
+
+
+class _Part:
+    """A started part whose stop the test watches (the first one is hit by
+    a Ctrl-C while it stops)."""
+
+    def __init__(self, stopped: list[str], name: str, interrupt: bool) -> None:
+        self.stopped, self.name, self.interrupt = stopped, name, interrupt
+
+    def stop(self) -> None:
+        if self.interrupt:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a handler would have run by now
+        self.stopped.append(self.name)
+
+
+def test_ctrl_c_during_a_stop_arrives_after_every_part_stopped(tmp_path) -> None:
+    stack = Stack(StackSettings(root=tmp_path))
+    stopped: list[str] = []
+    # stopped in reverse order: the fleet first, hit by the Ctrl-C
+    stack.master = _Part(stopped, "master", interrupt=False)  # type: ignore[assignment]
+    stack.fleet = _Part(stopped, "fleet", interrupt=True)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        stack.stop()
+    assert stopped == ["fleet", "master"]
