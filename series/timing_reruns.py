@@ -32,6 +32,7 @@ slow-callback failure is; failing again alone still fails the run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,25 @@ class Outcome:
     def output(self) -> str:
         """Every run's output, in order."""
         return "".join(self.runs)
+
+
+#: what upstream's tests make at a fixed path, whatever TMPDIR says:
+#: tests/pytests/unit/test_master.py runs with ``cachedir: /tmp`` and gets
+#: the job process directory made there
+FIXED_PATHS = (Path("/tmp/proc"),)
+
+
+@contextlib.contextmanager
+def _fixed_paths_removed() -> Iterator[None]:
+    """Remove the :data:`FIXED_PATHS` the block made, if they are empty
+    directories (what another program keeps there is left alone)."""
+    absent = [path for path in FIXED_PATHS if not os.path.lexists(path)]
+    try:
+        yield
+    finally:
+        for path in absent:
+            with contextlib.suppress(OSError):  # not empty, or not a directory
+                path.rmdir()
 
 
 def run(
@@ -109,7 +129,7 @@ def run(
     # with it: upstream's tests leave trees (salt-temp-*, tmpXXXX/{pillar,roots})
     # in TMPDIR, and pytest's basetemp (pytest-of-<user>, 100 MB a run). Short
     # name: the tests make unix sockets under both, limited to 107 characters.
-    with tempfile.TemporaryDirectory(prefix="sf-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sf-") as tmp, _fixed_paths_removed():
         record = Path(tmp) / "failed.json"
         env["TMPDIR"] = str(Path(tmp) / "t")
         Path(env["TMPDIR"]).mkdir()

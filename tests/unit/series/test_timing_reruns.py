@@ -350,3 +350,24 @@ def test_a_missing_timing_sensitive_file_is_a_usage_error(tmp_path, capsys):
     missing = tmp_path / "nope"
     assert timing_reruns.main(["--timing-sensitive", str(missing), "--", "t"]) == 2
     assert "--timing-sensitive: no such file" in capsys.readouterr().err
+
+
+def test_a_fixed_path_the_tests_made_empty_is_removed_and_others_kept(
+    tmp_path, monkeypatch
+) -> None:
+    made_empty, made_full, there_before = (
+        tmp_path / "proc",
+        tmp_path / "full",
+        tmp_path / "kept",
+    )
+    there_before.mkdir()
+    monkeypatch.setattr(
+        timing_reruns, "FIXED_PATHS", (made_empty, made_full, there_before)
+    )
+    with timing_reruns._fixed_paths_removed():
+        made_empty.mkdir()
+        made_full.mkdir()
+        (made_full / "a-file").write_text("kept: not ours to judge\n")
+    assert not made_empty.exists()
+    assert (made_full / "a-file").exists()
+    assert there_before.is_dir()
