@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import MISSING, Field, field, fields
 from typing import Any, ClassVar, Final, Protocol, TypeVar
 
+from harness.argtypes import positive
+
 #: how every benchmark's "Reproduce" line starts; the benchmark's name follows
 BENCH_COMMAND: Final = "nox -s bench --"
 
@@ -54,6 +56,28 @@ def option(
     if isinstance(default, FromSalt):
         return field(default_factory=default, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+#: the fleet a benchmark simulates unless it is told otherwise
+FLEET_SIZE: Final = 1000
+#: medians with their spread need at least this many runs
+MIN_RUNS: Final = 3
+
+
+def minions_option(default: int = FLEET_SIZE, text: str = "simulated minions") -> Any:
+    """The ``minions`` field of a benchmark that starts a fleet."""
+    return option(default, positive, text)
+
+
+def processes_option(default: int = 2) -> Any:
+    """The ``processes`` field: the simulated fleet's processes."""
+    return option(default, positive, "processes of the simulated fleet")
+
+
+def runs_option(default: int = MIN_RUNS, of: str = "variant") -> Any:
+    """The ``runs`` field of a benchmark whose headline numbers are medians:
+    :meth:`RunsOptions.__post_init__` refuses fewer than :data:`MIN_RUNS`."""
+    return option(default, positive, f"runs of every {of}, at least {MIN_RUNS}")
 
 
 class FromSalt:
@@ -185,3 +209,12 @@ class BenchOptions:
         if isinstance(value, float):
             return f"{value:g}"
         return str(value)
+
+
+def check_runs(runs: int) -> None:
+    """Refuse fewer runs than a median with its spread needs (a field made
+    by :func:`runs_option`)."""
+    if runs < MIN_RUNS:
+        raise ValueError(
+            f"--runs {runs}: at least {MIN_RUNS} (medians with their spread)"
+        )

@@ -16,22 +16,20 @@ differs from the defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import ClassVar
 
-from benchmarks.options import BenchOptions, option, report_name
+from benchmarks.options import (
+    BenchOptions,
+    check_runs,
+    minions_option,
+    option,
+    processes_option,
+    report_name,
+    runs_option,
+)
 from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
 from benchmarks.pillar import variant_list
 from harness.argtypes import positive
-
-#: medians with their spread need at least this many runs
-MIN_RUNS: Final = 3
-
-
-def _at_least_three(runs: int) -> None:
-    if runs < MIN_RUNS:
-        raise ValueError(
-            f"--runs {runs}: at least {MIN_RUNS} (medians with their spread)"
-        )
 
 
 @dataclass(frozen=True)
@@ -39,8 +37,8 @@ class MinionsOptions(BenchOptions):
     """``minions``: start-up, fan-out and footprint of simulated minions."""
 
     NAME: ClassVar[str] = "minions"
-    minions: int = option(1000, positive, "simulated minions")
-    processes: int = option(1, positive, "processes of the simulated fleet")
+    minions: int = minions_option()
+    processes: int = processes_option(1)
     rounds: int = option(3, positive, "runs of each fan-out command")
 
 
@@ -49,7 +47,7 @@ class PillarOptions(BenchOptions):
     """``pillar``: file pillars vs PostgreSQL on a fleet, and the ext_pillar lookup."""
 
     NAME: ClassVar[str] = "pillar"
-    minions: int = option(1000, positive, "simulated minions")
+    minions: int = minions_option()
     rounds: int = option(10, positive, "pillar.items and test.ping rounds per variant")
     workers: int = option(4, positive, "the master's worker_threads")
     micro_calls: int = option(2000, positive, "ext_pillar lookups timed per module")
@@ -73,13 +71,13 @@ class InterfacesOptions(BenchOptions):
     """``interfaces``: loading every execution module with and without interfaces."""
 
     NAME: ClassVar[str] = "interfaces"
-    runs: int = option(3, positive, "runs of every variant, at least 3")
+    runs: int = runs_option()
     loads: int = option(10, positive, "full loads per run")
     warmup: int = option(2, positive, "full loads before the counted ones")
     single_loads: int = option(20, positive, "loads of each single module per run")
 
     def __post_init__(self) -> None:
-        _at_least_three(self.runs)
+        check_runs(self.runs)
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,7 @@ class QueryOptions(BenchOptions):
     """``query``: the query runner against cache.grains, names, a live fleet."""
 
     NAME: ClassVar[str] = "query"
-    minions: int = option(1000, positive, "minions in the cache")
+    minions: int = minions_option(text="minions in the cache")
     rounds: int = option(5, positive, "timed rounds of each query")
     running: int = option(900, positive, "simulated minions (live part)")
     stopped: int = option(
@@ -105,10 +103,10 @@ class PillarCompileOptions(BenchOptions):
     fleet: int = option(1000, positive, "minions in top.sls")
     requests: int = option(200, positive, "requests counted per run")
     warmup: int = option(5, positive, "requests before the counted ones")
-    runs: int = option(3, positive, "runs of every variant, at least 3")
+    runs: int = runs_option()
 
     def __post_init__(self) -> None:
-        _at_least_three(self.runs)
+        check_runs(self.runs)
         if self.requests + self.warmup > self.fleet:
             raise ValueError(
                 f"--requests {self.requests} + --warmup {self.warmup} exceed "
@@ -121,8 +119,8 @@ class RouterOptions(BenchOptions):
     """``router``: pool router CPU per request, ``functions`` routes vs without."""
 
     NAME: ClassVar[str] = "router"
-    runs: int = option(5, positive, "runs of every layout, at least 3")
+    runs: int = runs_option(5, of="layout")
     requests: int = option(2000, positive, "requests per layout and run")
 
     def __post_init__(self) -> None:
-        _at_least_three(self.runs)
+        check_runs(self.runs)

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from benchmarks.options import FromSalt, names_in_order, option
+from benchmarks.options import (
+    BenchOptions,
+    FromSalt,
+    minions_option,
+    names_in_order,
+    option,
+    processes_option,
+)
 from harness.argtypes import non_negative, positive
 from harness.errors import HarnessError
 from harness.ratelimit import RateLimiting
@@ -115,12 +122,17 @@ def _exempt_pool(word: str) -> int:
     return count
 
 
+def limit_option(name: str, text: str) -> Any:
+    """A field (a positive number) whose default is Salt's
+    ``rate_limiting:<name>``, read from Salt, never restated."""
+    return option(FromSalt(lambda: getattr(RateLimiting(), name)), positive, text)
+
+
 def max_master_jobs_option() -> Any:
     """The ``max_master_jobs`` field: the limiter-on master's budget, Salt's
     default unless given."""
-    return option(
-        FromSalt(lambda: RateLimiting().max_master_jobs),
-        positive,
+    return limit_option(
+        "max_master_jobs",
         "rate_limiting:max_master_jobs of the limiter-on master (default: "
         "Salt's, %(default)s)",
     )
@@ -239,3 +251,24 @@ def rotated(items: Sequence[T], run: int) -> list[T]:
     """``items`` rotated by ``run``, so no variant always goes first."""
     shift = run % len(items)
     return [*items[shift:], *items[:shift]]
+
+
+#: the masters a comparison runs unless told otherwise, in this order
+ON_THEN_OFF: Final = ("on", "off")
+
+
+@dataclass(frozen=True)
+class MasterComparison(BenchOptions):
+    """The options every benchmark that compares masters side by side has
+    first (the storm, the load): the fleet, the masters in run order (a
+    subclass that runs another pair by default declares ``variants`` again
+    with its own), the limiter-on master's budget and the exempt pool."""
+
+    minions: int = minions_option()
+    processes: int = processes_option()
+    variants: tuple[str, ...] = variants_option(ON_THEN_OFF)
+    max_master_jobs: int = max_master_jobs_option()
+    exempt_pool: int = exempt_pool_option()
+
+    def __post_init__(self) -> None:
+        check_pools(self.variants, self.exempt_pool)

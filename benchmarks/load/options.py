@@ -15,18 +15,15 @@ from typing import Any, ClassVar, Final
 from benchmarks.load.shape import LoadProfile
 from benchmarks.options import (
     BenchOptions,
-    FromSalt,
     option,
     report_name,
 )
 from benchmarks.salt_trees import (
-    check_pools,
-    exempt_pool_option,
-    max_master_jobs_option,
+    MasterComparison,
+    limit_option,
     variants_option,
 )
 from harness.argtypes import function_names, non_negative, port, positive, seconds
-from harness.ratelimit import RateLimiting
 
 #: ``--variants both``, the default (a ``tuned`` load runs salt-api of
 #: pristine 3008.3 too)
@@ -39,33 +36,28 @@ def _names(word: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class LoadOptions(BenchOptions):
+class LoadOptions(MasterComparison):
     """How one load run is shaped, where it reports, and how locust is spread."""
 
     NAME: ClassVar[str] = "load"
-    minions: int = option(1000, positive, "simulated minions")
-    processes: int = option(2, positive, "processes of the simulated fleet")
+    variants: tuple[str, ...] = variants_option(BOTH)
     users: int = option(_PROFILE.users, positive, "console users, steady")
     spike_users: int = option(_PROFILE.spike_users, positive, "users during the spike")
     ramp: float = option(_PROFILE.ramp_s, seconds, "seconds of the ramp to --users")
     steady: float = option(_PROFILE.steady_s, seconds, "seconds at --users")
     spike: float = option(_PROFILE.spike_s, seconds, "seconds at --spike-users")
     recover: float = option(_PROFILE.recover_s, seconds, "seconds back at --users")
-    variants: tuple[str, ...] = variants_option(BOTH)
     runs: int = option(
         3,
         positive,
         "runs of every variant, in a rotated order; the goals are judged on "
         "the medians over the runs",
     )
-    max_master_jobs: int = max_master_jobs_option()
-    max_queue: int = option(
-        FromSalt(lambda: RateLimiting().max_queue),
-        positive,
+    max_queue: int = limit_option(
+        "max_queue",
         "rate_limiting:max_queue when on (default: %(default)s, Salt's); a "
         "small one shows how the console meets an overloaded master",
     )
-    exempt_pool: int = exempt_pool_option()
     exempt: tuple[str, ...] | None = option(
         None,
         _names,
@@ -147,9 +139,6 @@ class LoadOptions(BenchOptions):
         if value == BOTH:
             return "both"
         return BenchOptions.word(value)
-
-    def __post_init__(self) -> None:
-        check_pools(self.variants, self.exempt_pool)
 
     def profile(self) -> LoadProfile:
         """The load's shape over time."""

@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from benchmarks.options import BenchOptions, option, report_name
+from benchmarks.options import (
+    BenchOptions,
+    minions_option,
+    option,
+    processes_option,
+    report_name,
+)
 from benchmarks.pkgstates.highstate import variant_names
 from harness.argtypes import positive
 
@@ -21,7 +27,7 @@ class PkgstatesOptions(BenchOptions):
     """How one run is sized and where its report goes."""
 
     NAME: ClassVar[str] = "pkgstates"
-    minions: int = option(1000, positive, "simulated minions")
+    minions: int = minions_option()
     packages: int = option(200, positive, "package entries per state")
     installed: int = option(250, positive, "installed packages per minion")
     groups: int = option(
@@ -30,7 +36,7 @@ class PkgstatesOptions(BenchOptions):
         "groups, each with a state; the first holds every minion",
     )
     rounds: int = option(3, positive, "saves measured per save-to-visible variant")
-    processes: int = option(2, positive, "processes of the simulated fleet")
+    processes: int = processes_option()
     timeout: int = option(900, positive, "seconds a highstate round may take")
     highstate_rounds: int = option(
         3,

@@ -13,23 +13,21 @@ from typing import Any, ClassVar, Final
 
 from benchmarks.options import (
     BenchOptions,
-    FromSalt,
     option,
     report_name,
 )
 from benchmarks.salt_trees import (
     MASTER_MWORKERS,
-    check_pools,
-    exempt_pool_option,
-    max_master_jobs_option,
+    ON_THEN_OFF,
+    MasterComparison,
+    limit_option,
     tuned_options,
-    variants_option,
 )
 from harness.argtypes import non_negative, positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
 #: ``--variants both``: what a storm runs by default, in this order
-BOTH: Final = ("on", "off")
+BOTH: Final = ON_THEN_OFF
 
 
 #: what 3008.3's ``process_count_max: -1`` lets a minion run at once with a
@@ -39,13 +37,11 @@ DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
 
 
 @dataclass(frozen=True)
-class StormOptions(BenchOptions):
+class StormOptions(MasterComparison):
     """How one storm is run and where its report goes."""
 
     NAME: ClassVar[str] = "storm"
-    minions: int = option(1000, positive, "simulated minions")
     jobs: int = option(200, positive, "jobs in the storm")
-    processes: int = option(2, positive, "processes of the simulated fleet")
     submitters: int = option(4, positive, "client threads submitting the storm")
     runs: int = option(
         3,
@@ -64,9 +60,6 @@ class StormOptions(BenchOptions):
         positive,
         "calls per case of the decide() micro-benchmark",
     )
-    variants: tuple[str, ...] = variants_option(BOTH)
-    max_master_jobs: int = max_master_jobs_option()
-    exempt_pool: int = exempt_pool_option()
     consumer_rate: float = option(
         150.0,
         rate,
@@ -82,9 +75,8 @@ class StormOptions(BenchOptions):
         "(rate_limiting:slices:min_targets); 0: no slices, every job to all "
         "its minions at once",
     )
-    minion_jobs: int = option(
-        FromSalt(lambda: RateLimiting().max_minion_jobs),
-        positive,
+    minion_jobs: int = limit_option(
+        "max_minion_jobs",
         "jobs a simulated minion runs at once, the rest waiting for a slot as "
         "on a 3008.3 minion at process_count_max (default %(default)s, the "
         "limiter's max_minion_jobs; 3008.3's own default, -1, allows "
@@ -103,9 +95,6 @@ class StormOptions(BenchOptions):
         return RateLimiting(
             max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
         ).with_slices(self.slice_min_targets)
-
-    def __post_init__(self) -> None:
-        check_pools(self.variants, self.exempt_pool)
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:

@@ -44,8 +44,8 @@ def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> Non
         defaults, minions=200, max_wait=90.5, variants=("on",), exempt_pool=0
     )
     assert StormOptions(**changed).reproduce_command() == (
-        "nox -s bench -- storm --minions 200 --max-wait 90.5 --variants on "
-        "--exempt-pool 0"
+        "nox -s bench -- storm --minions 200 --variants on --exempt-pool 0 "
+        "--max-wait 90.5"
     )
 
 

@@ -128,7 +128,7 @@ def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
     text = "\n".join(map(str, report_lines([_limiter_on()], decisions, options)))
     assert (
-        "Reproduce: `nox -s bench -- storm --jobs 400 --variants on "
+        "Reproduce: `nox -s bench -- storm --variants on --jobs 400 "
         "--output-name storm-long-400`." in text
     )
 
