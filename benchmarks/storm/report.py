@@ -291,11 +291,9 @@ def _median_cell(values: list[float | None]) -> str:
 
 def _end_counts(results: list[VariantResult]) -> list[Any]:
     """Jobs and returns at the end, per variant."""
-    return [
-        "## End counts",
-        "",
+    return _section(
+        "End counts",
         _table(results, END_COUNTS),
-        "",
         "Lost returns are returns expected from published jobs (targets "
         "minus the minions a job was published without; of a job still "
         "going out in slices at the end, the minions of its slices so far) "
@@ -313,17 +311,25 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         "of its timed-out tries reached the master. Points are the queue "
         "manager's ledger: one per published job and minion until the "
         "minion's return arrives.",
-        "",
         *_short_in_cache(results),
-    ]
+    )
 
 
 #: jobs named per variant when the job cache holds fewer returns than expected
 SHORT_JOBS_SHOWN: Final = 5
 
 
+def _section(title: str, *paragraphs: str) -> list[Any]:
+    """A report section: its heading, then each paragraph (or table) followed
+    by a blank line."""
+    lines: list[Any] = [f"## {title}", ""]
+    for paragraph in paragraphs:
+        lines += [paragraph, ""]
+    return lines
+
+
 def _short_in_cache(results: list[VariantResult]) -> list[str]:
-    """A line per variant whose job cache holds fewer returns of a job than
+    """A paragraph of a line per variant whose job cache holds fewer returns of a job than
     expected, naming the jobs (at most SHORT_JOBS_SHOWN), so that a loss can
     be looked up in the master's log by its jid."""
     lines = []
@@ -341,44 +347,37 @@ def _short_in_cache(results: list[VariantResult]) -> list[str]:
             f"- {result.label}: {len(result.short_in_cache)} job(s) short in "
             f"the job cache: {jobs}{tail}"
         )
-    return [*lines, ""] if lines else []
+    return ["\n".join(lines)] if lines else []
 
 
 def _over_time(results: list[VariantResult]) -> list[Any]:
     """What the sampler saw over the storm, per variant."""
-    return [
-        "## Over time",
-        "",
+    return _section(
+        "Over time",
         _table(results, OVER_TIME),
-        "",
         "Master CPU: the master's processes, the event consumer's engine "
         "included. Driver CPU: the storm's own process (the presence pinger, "
         "the submitters and the accounting of the bus), not in the master's; "
         "it shares the box's cores with the master and the fleet.",
-        "",
-    ]
+    )
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:
     """The presence pings, split into publish, first and last return."""
-    return [
-        "## Presence pings",
-        "",
+    return _section(
+        "Presence pings",
         f"A ping tick every second: answered in time when all {PING_TARGETS} "
         f"minions returned within the {PING_TIMEOUT} s timeout, out of every "
         "tick (a skipped tick counts as a failure); completed: the time of "
         "the answered pings only (a ping that timed out has no time of its "
         "own). Seconds from the start of `LocalClient.cmd_iter` until the "
         "master answered the publish with the jid, and until the first return.",
-        "",
         _table(results, PINGS),
-        "",
         "A presence ping is incomplete when fewer "
         f"than {PING_TARGETS} minions answered within its timeout (then its "
         "time includes Salt's `saltutil.find_job` round); a ping tick is "
         f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
-        "",
-    ]
+    )
 
 
 def _memory_section(results: list[VariantResult]) -> list[Any]:
@@ -463,9 +462,8 @@ def _consumer_section(results: list[VariantResult]) -> list[Any]:
     """The event consumer's backlog and memory, per variant."""
     if not any(r.consumer for r in results):
         return []
-    return [
-        "## Event consumer",
-        "",
+    return _section(
+        "Event consumer",
         "The consumer's own samples: events received off the bus, stored in "
         "PostgreSQL, and waiting in its memory (the backlog), over the storm "
         "(final: its last sample, taken when the storm ended). Its backlog is "
@@ -473,10 +471,8 @@ def _consumer_section(results: list[VariantResult]) -> list[Any]:
         "and its least-squares trend over the storm's second half is at most "
         f"{TREND_SHARE:.0%} of its rate. Rows in table: `consumer_event` "
         "counted after the last sample, at least its stored.",
-        "",
         _table(results, CONSUMER),
-        "",
-    ]
+    )
 
 
 def _consumer_peak(result: VariantResult) -> str:
