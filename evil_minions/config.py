@@ -27,16 +27,8 @@ from evil_minions.errors import EvilMinionsError
 from evil_minions.returns import ReturnRetry
 
 DEFAULT_PREFIX: Final = "evil"
-DEFAULT_PUBLISH_PORT: Final = 4505
-DEFAULT_RET_PORT: Final = 4506
 DEFAULT_KEYSIZE: Final = 2048
 DEFAULT_ID_WIDTH: Final = 4
-DEFAULT_STATE_COUNT: Final = 10
-DEFAULT_PACKAGE_COUNT: Final = 300
-DEFAULT_AUTH_CONCURRENCY: Final = 32
-DEFAULT_REQUEST_TIMEOUT: Final = 60.0
-DEFAULT_REQUEST_TRIES: Final = 3
-DEFAULT_STATUS_INTERVAL: Final = 1.0
 #: relative to the current directory: meant for a person at a shell
 DEFAULT_KEYS_DIR: Final = "evil-minions-keys"
 
@@ -220,8 +212,8 @@ class FleetConfig:
     """Everything a fleet run needs; defaults live here and nowhere else."""
 
     master_host: str = "127.0.0.1"
-    ret_port: int = DEFAULT_RET_PORT
-    publish_port: int = DEFAULT_PUBLISH_PORT
+    ret_port: int = 4506
+    publish_port: int = 4505
     transport: str = "zeromq"
     count: int = 10
     processes: int = 1
@@ -234,7 +226,7 @@ class FleetConfig:
     #: minions started per second over the whole fleet (0: as fast as possible)
     ramp_rate: float = 0.0
     #: authentications in flight at once per process
-    auth_concurrency: int = DEFAULT_AUTH_CONCURRENCY
+    auth_concurrency: int = 32
     timing: TimingModel = TimingModel()
     replay_file: str | None = None
     #: consult the replay file before the simulator's own functions
@@ -245,16 +237,16 @@ class FleetConfig:
     #: states and pillar errors come from it); off, a state run uses the
     #: pillar fetched last and costs the master no pillar compile
     state_pillar: bool = True
-    state_count: int = DEFAULT_STATE_COUNT
-    package_count: int = DEFAULT_PACKAGE_COUNT
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    request_tries: int = DEFAULT_REQUEST_TRIES
+    state_count: int = 10
+    package_count: int = 300
+    request_timeout: float = 60.0
+    request_tries: int = 3
     #: Salt's minion options for returns (see evil_minions.returns); None:
     #: Salt's default (``salt.config.DEFAULT_MINION_OPTS``)
     return_retry_timer: int | None = None
     return_retry_timer_max: int | None = None
     return_retry_tries: int | None = None
-    status_interval: float = DEFAULT_STATUS_INTERVAL
+    status_interval: float = 1.0
     log_level: str = "warning"
     seed: int | None = None
 

@@ -24,6 +24,8 @@ import traceback
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, Protocol, TypeVar
 
+import salt.defaults.exitcodes as exitcodes
+
 from evil_minions.config import TimingModel
 from evil_minions.grains import SALT_VERSION
 from evil_minions.jobs import JobTracker
@@ -36,13 +38,14 @@ from evil_minions.states import split_mods, synthetic_state_run
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-EX_OK: Final = 0
-EX_GENERIC: Final = 1
-#: Salt's retcodes for state runs (salt.defaults.exitcodes): a run that could
-#: not start or compile, a run with a failed state, a pillar with errors
-EX_STATE_COMPILER_ERROR: Final = 1
-EX_STATE_FAILURE: Final = 2
-EX_PILLAR_FAILURE: Final = 5
+#: Salt's retcodes, read from Salt: a state run that could not start or
+#: compile, a run with a failed state, a pillar with errors
+EX_OK: Final[int] = exitcodes.EX_OK
+EX_GENERIC: Final[int] = exitcodes.EX_GENERIC
+EX_STATE_COMPILER_ERROR: Final[int] = exitcodes.EX_STATE_COMPILER_ERROR
+EX_STATE_FAILURE: Final[int] = exitcodes.EX_STATE_FAILURE
+EX_PILLAR_FAILURE: Final[int] = exitcodes.EX_PILLAR_FAILURE
+
 #: the first line of a state run refused for pillar errors (salt.modules.state)
 PILLAR_FAILURE_HEADER: Final = "Pillar failed to render with the following messages:"
 
