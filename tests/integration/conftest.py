@@ -34,6 +34,21 @@ def database(server):
     return server.connection
 
 
+def small_fleet_limits(
+    minions: int, *, spare: int, max_queue: int, long_running: int = 60
+) -> RateLimiting:
+    """Limits for a test fleet of ``minions``: a job to ``*`` takes
+    ``minions`` of the master's ``minions + spare`` points, a minion holds at
+    most 2, the queue takes ``max_queue`` jobs, maintenance runs every 5 s."""
+    return RateLimiting(
+        max_master_jobs=minions + spare,
+        max_minion_jobs=2,
+        max_queue=max_queue,
+        maintenance_interval=5,
+        long_running=long_running,
+    )
+
+
 def rate_limited_stack(
     minions: int, limits: RateLimiting, fleet: FleetConfig | None = None
 ) -> Any:

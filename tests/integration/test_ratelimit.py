@@ -16,25 +16,18 @@ from harness.fleet import FleetConfig, LatencySpec, TimingModel
 from harness.ratelimit import (
     MANAGER_START_EVENT,
     QueueProbe,
-    RateLimiting,
     listener_outcomes,
     outcome_problems,
 )
 from harness.stack import Stack
 from tests.conftest import wait_for
-from tests.integration.conftest import rate_limited_stack
+from tests.integration.conftest import rate_limited_stack, small_fleet_limits
 
 pytestmark = pytest.mark.integration
 
 MINIONS = 6
-LIMITS = RateLimiting(
-    # one job to '*' takes MINIONS points: a second one has to wait
-    max_master_jobs=MINIONS + 2,
-    max_minion_jobs=2,
-    max_queue=1,
-    maintenance_interval=5,
-    long_running=60,
-)
+# one job to '*' takes MINIONS points: a second one has to wait
+LIMITS = small_fleet_limits(MINIONS, spare=2, max_queue=1)
 
 
 stack = rate_limited_stack(

@@ -19,25 +19,18 @@ import pytest
 from harness.ratelimit import (
     MANAGER_START_EVENT,
     QueueProbe,
-    RateLimiting,
     listener_outcomes,
 )
 from harness.stack import Stack
 from tests.conftest import wait_for
-from tests.integration.conftest import rate_limited_stack
+from tests.integration.conftest import rate_limited_stack, small_fleet_limits
 
 pytestmark = pytest.mark.integration
 
 MINIONS = 10
 JOBS = 8
-LIMITS = RateLimiting(
-    # a job to '*' takes all the master's points: the jobs go out one by one
-    max_master_jobs=MINIONS,
-    max_minion_jobs=2,
-    max_queue=JOBS,
-    maintenance_interval=5,
-    long_running=30,
-)
+# a job to '*' takes all the master's points: the jobs go out one by one
+LIMITS = small_fleet_limits(MINIONS, spare=0, max_queue=JOBS, long_running=30)
 
 
 stack = rate_limited_stack(MINIONS, LIMITS)

@@ -27,21 +27,15 @@ from typing import Any
 
 import pytest
 
-from harness.ratelimit import QueueProbe, RateLimiting
+from harness.ratelimit import QueueProbe
 from harness.stack import Stack
-from tests.integration.conftest import rate_limited_stack
+from tests.integration.conftest import rate_limited_stack, small_fleet_limits
 
 pytestmark = pytest.mark.integration
 
 MINIONS = 4
-LIMITS = RateLimiting(
-    # one job to '*' takes MINIONS points: a second one waits for it
-    max_master_jobs=MINIONS + 1,
-    max_minion_jobs=2,
-    max_queue=5,
-    maintenance_interval=5,
-    long_running=60,
-)
+# one job to '*' takes MINIONS points: a second one waits for it
+LIMITS = small_fleet_limits(MINIONS, spare=1, max_queue=5)
 EX_UNAVAILABLE = 69
 NORMAL = 0
 

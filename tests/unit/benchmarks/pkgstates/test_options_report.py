@@ -194,10 +194,21 @@ def test_highstate_counts_only_package_states() -> None:
     assert round_.first_failure == "evil-0001: no"
 
 
-def _capped(name: str, seconds: list[float], returns: list[int]) -> VariantRounds:
+def _capped(
+    name: str,
+    seconds: list[float],
+    returns: list[int],
+    given_up: list[int] | None = None,
+    lost: list[int] | None = None,
+) -> VariantRounds:
+    """Rounds that took ``seconds`` with ``returns`` each (and as many
+    visible), none given up or lost unless those are given."""
+    zero = [0] * len(seconds)
     rounds = [
-        HighstateRound(s, n, visible=n, save_s=0.5)
-        for s, n in zip(seconds, returns, strict=True)
+        HighstateRound(s, n, given_up=g, lost=x, visible=n, save_s=0.5)
+        for s, n, g, x in zip(
+            seconds, returns, given_up or zero, lost or zero, strict=True
+        )
     ]
     return VariantRounds(name, name, rounds)
 
@@ -225,11 +236,8 @@ def test_a_capped_median_makes_the_ratio_a_bound_and_no_verdict() -> None:
 
 def _lost(name: str, seconds: list[float], lost: list[int]) -> VariantRounds:
     """Rounds of 4 minions in which ``lost`` returns never came."""
-    rounds = [
-        HighstateRound(s, 4 - n, given_up=n + 1, lost=n, visible=4 - n)
-        for s, n in zip(seconds, lost, strict=True)
-    ]
-    return VariantRounds(name, name, rounds)
+    given_up = [n + 1 for n in lost]
+    return _capped(name, seconds, [4 - n for n in lost], given_up, lost)
 
 
 def test_a_variant_whose_returns_never_came_does_not_finish() -> None:
