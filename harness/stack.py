@@ -146,7 +146,15 @@ class StackState:
 
     def stop(self, say: Callable[[str], None] | None = None) -> None:
         """Stop every recorded process by pid, last started first; ``say``
-        hears a line before each (a process may take up to 15 s)."""
+        hears a line before each (a process may take up to 15 s).
+
+        As :meth:`Stack.stop`: Ctrl-C or SIGTERM during it arrives once every
+        process is stopped and the state file is gone.
+        """
+        with signals_deferred():
+            self._stop(say)
+
+    def _stop(self, say: Callable[[str], None] | None) -> None:
         records = [r for r in reversed(self.processes) if r.process() is not None]
         for number, record in enumerate(records, 1):
             if say is not None:

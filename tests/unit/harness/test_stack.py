@@ -9,12 +9,14 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import psutil
 import pytest
 
 from evil_minions.supervisor import FleetSupervisor
 from harness.fleet import DEFAULT_KEYS_DIR, FleetConfig, SimulatedFleet, cache_keys
 from harness.master import MasterSettings
-from harness.stack import Stack, StackSettings, fleet_stack
+from harness.processes import ProcessRecord
+from harness.stack import Stack, StackSettings, StackState, fleet_stack
 
 
 def test_fleet_stack_is_unstarted_and_takes_the_count_it_is_given(
@@ -93,3 +95,31 @@ def test_ctrl_c_during_a_stop_arrives_after_every_part_stopped(tmp_path) -> None
     with pytest.raises(KeyboardInterrupt):
         stack.stop()
     assert stopped == ["fleet", "master"]
+
+
+def test_ctrl_c_during_down_arrives_after_every_process_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``down`` of a detached stack: two recorded processes (this one, so
+    # that they count as alive); the first stop is hit by a Ctrl-C
+    me = psutil.Process()
+    records = [
+        ProcessRecord(name, me.pid, me.create_time(), str(tmp_path / f"{name}.log"))
+        for name in ("postgres", "master")
+    ]
+    state = StackState(str(tmp_path), "", 0, 0, "", records, owns_root=False)
+    state.save()
+    stopped: list[str] = []
+
+    def stop_tree(pid: int, stop_signal: int) -> None:
+        if not stopped:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a handler would have run by now
+        stopped.append(str(pid))
+
+    monkeypatch.setattr("harness.stack.stop_process_tree", stop_tree)
+    monkeypatch.setattr("harness.stack.remove_stale_copies", lambda: None)
+    with pytest.raises(KeyboardInterrupt):
+        state.stop()
+    assert stopped == [str(me.pid)] * 2
+    assert not (tmp_path / "stack.json").exists()
