@@ -92,6 +92,9 @@ class VariantRun:
     locust: LocustResult
     samples: list[ResourceSample] = field(default_factory=list)
     cost: ApiCost | None = None
+    #: why the cost was not measured when it was asked for (the master did
+    #: not answer salt-api's login after the load, say); the run still counts
+    cost_error: str = ""
     html_report: str = ""
     #: which run of the load this is, from 1
     run: int = 1
@@ -247,9 +250,11 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
 
 def cost_table(runs: Sequence[VariantRun]) -> str:
     """The salt-api vs LocalClient submissions, one row per variant."""
-    rows = []
+    rows: list[list[object]] = []
     for run in runs:
         c = run.cost
+        if run.cost_error:
+            rows.append([run.label, f"not measured: {run.cost_error}", *["-"] * 5])
         if c is None:
             continue
         rows.append(

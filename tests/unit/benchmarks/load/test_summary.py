@@ -275,3 +275,18 @@ def test_over_runs_the_goals_are_judged_on_the_median() -> None:
         "  - on #2",
         "  - on #3",
     ]
+
+
+def test_a_cost_the_master_did_not_answer_is_reported_not_lost(tmp_path):
+    # the pools master did not answer salt-api's login within 120 s after the
+    # load: the run's other numbers stand and the report says why
+    failed = _run(tmp_path)
+    failed.cost = None
+    failed.cost_error = "POST http://127.0.0.1:1/login: timed out"
+    context = summary.ReportContext("Load", "nox -s load", "env", [])
+    text = summary.render(context, [failed])
+    assert (
+        "| on #1 | not measured: POST http://127.0.0.1:1/login: timed out "
+        "| - | - | - | - | - |" in text
+    )
+    assert "Not measured in this run." not in text
