@@ -75,8 +75,8 @@ def processes_option(default: int = 2) -> Any:
 
 
 def runs_option(default: int = MIN_RUNS, of: str = "variant") -> Any:
-    """The ``runs`` field of a benchmark whose headline numbers are medians:
-    :meth:`RunsOptions.__post_init__` refuses fewer than :data:`MIN_RUNS`."""
+    """The ``runs`` field of a benchmark whose headline numbers are medians;
+    its class's ``__post_init__`` calls :func:`check_runs` on it."""
     return option(default, positive, f"runs of every {of}, at least {MIN_RUNS}")
 
 

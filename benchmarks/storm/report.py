@@ -329,9 +329,9 @@ def _section(title: str, *paragraphs: str) -> list[Any]:
 
 
 def _short_in_cache(results: list[VariantResult]) -> list[str]:
-    """A paragraph of a line per variant whose job cache holds fewer returns of a job than
-    expected, naming the jobs (at most SHORT_JOBS_SHOWN), so that a loss can
-    be looked up in the master's log by its jid."""
+    """A paragraph of a line per variant whose job cache holds fewer returns
+    of a job than expected, naming the jobs (at most SHORT_JOBS_SHOWN), so
+    that a loss can be looked up in the master's log by its jid."""
     lines = []
     for result in results:
         if not result.short_in_cache:
