@@ -27,9 +27,9 @@ from benchmarks.options import (
     option,
     processes_option,
 )
-from harness.argtypes import non_negative, positive
+from harness.argtypes import non_negative, positive, seconds
 from harness.errors import HarnessError
-from harness.ratelimit import RateLimiting
+from harness.ratelimit import RateLimiting, salt_slice_defaults
 from harness.salttree import Layout, extract_tar, read_upstream
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -126,6 +126,30 @@ def limit_option(name: str, text: str) -> Any:
     """A field (a positive number) whose default is Salt's
     ``rate_limiting:<name>``, read from Salt, never restated."""
     return option(FromSalt(lambda: getattr(RateLimiting(), name)), positive, text)
+
+
+def slice_min_targets_option() -> Any:
+    """The ``slice_min_targets`` field: the smallest slice the limiter-on
+    master publishes a job in; 0 turns slices off."""
+    return option(
+        100,
+        non_negative,
+        "the limiter-on master publishes a job in slices of at least this many "
+        "minions as its budget frees (rate_limiting:slices:min_targets); 0: no "
+        "slices, every job to all its minions at once",
+    )
+
+
+def slice_target_delay_option() -> Any:
+    """The ``slice_target_delay`` field: the wait the limiter-on master sizes
+    its budget for, Salt's default unless given; 0 fixes the budget."""
+    return option(
+        FromSalt(lambda: salt_slice_defaults()["target_delay"]),
+        seconds,
+        "seconds a return may wait, which sizes the limiter-on master's budget "
+        "(rate_limiting:slices:target_delay; default: Salt's, %(default)s); 0: "
+        "null, a fixed budget of --max-master-jobs",
+    )
 
 
 def max_master_jobs_option() -> Any:
@@ -262,13 +286,16 @@ class MasterComparison(BenchOptions):
     """The options every benchmark that compares masters side by side has
     first (the storm, the load): the fleet, the masters in run order (a
     subclass that runs another pair by default declares ``variants`` again
-    with its own), the limiter-on master's budget and the exempt pool."""
+    with its own), the limiter-on master's budget, its slices and the exempt
+    pool."""
 
     minions: int = minions_option()
     processes: int = processes_option()
     variants: tuple[str, ...] = variants_option(ON_THEN_OFF)
     max_master_jobs: int = max_master_jobs_option()
     exempt_pool: int = exempt_pool_option()
+    slice_min_targets: int = slice_min_targets_option()
+    slice_target_delay: float = slice_target_delay_option()
 
     def __post_init__(self) -> None:
         check_pools(self.variants, self.exempt_pool)

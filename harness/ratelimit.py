@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from harness.events import Event, EventListener
 
@@ -68,6 +68,15 @@ def salt_defaults() -> Mapping[str, Any]:
     return defaults
 
 
+def salt_slice_defaults() -> Mapping[str, Any]:
+    """Salt's ``rate_limiting:slices`` defaults (``slices: true``), read from
+    the patched Salt."""
+    import salt.config.rate_limiting as config  # the patched Salt
+
+    defaults: Mapping[str, Any] = config.DEFAULT_SLICES
+    return defaults
+
+
 def _salt_default(name: str) -> Any:
     """A field whose default is Salt's default of setting ``name``."""
     return field(default_factory=lambda: salt_defaults()[name])
@@ -94,19 +103,39 @@ class RateLimiting:
     #: seconds of returns in flight the budget is sized for
     #: (``slices:backlog``); None: the budget is ``max_master_jobs``
     slice_backlog: float | None = None
+    #: seconds a return may wait, which sizes the budget
+    #: (``slices:target_delay``); None: Salt's default; 0: ``null``, a fixed
+    #: budget of ``max_master_jobs``
+    slice_target_delay: float | None = None
 
     def __post_init__(self) -> None:
         if not self.slices and (
-            self.slice_min_targets is not None or self.slice_backlog is not None
+            self.slice_min_targets is not None
+            or self.slice_backlog is not None
+            or self.slice_target_delay is not None
         ):
-            raise ValueError("slice_min_targets and slice_backlog need slices=True")
+            raise ValueError(
+                "slice_min_targets, slice_backlog and slice_target_delay need "
+                "slices=True"
+            )
 
-    def with_slices(self, min_targets: int) -> RateLimiting:
+    def with_slices(
+        self, min_targets: int, target_delay: float | None = None
+    ) -> RateLimiting:
         """This limiter publishing big jobs in slices of at least
         ``min_targets`` minions; 0: every job to all its minions at once
-        (what the benchmarks' ``--slice-min-targets`` means)."""
+        (what the benchmarks' ``--slice-min-targets`` means). The budget
+        follows a wait of ``target_delay`` seconds (None: Salt's default; 0:
+        a fixed budget, ``max_master_jobs``)."""
+        if not min_targets:
+            return replace(
+                self, slices=False, slice_min_targets=None, slice_target_delay=None
+            )
         return replace(
-            self, slices=bool(min_targets), slice_min_targets=min_targets or None
+            self,
+            slices=True,
+            slice_min_targets=min_targets,
+            slice_target_delay=target_delay,
         )
 
     def master_options(self, worker_threads: int = 4) -> dict[str, Any]:
@@ -143,7 +172,24 @@ class RateLimiting:
             option["min_targets"] = self.slice_min_targets
         if self.slice_backlog is not None:
             option["backlog"] = self.slice_backlog
+        if self.slice_target_delay is not None:
+            option["target_delay"] = self.slice_target_delay or None
         return option
+
+    def describe_budget(self) -> str:
+        """How the budget is sized, in a few words for a report."""
+        if not self.slices:
+            return f"a fixed budget of max_master_jobs ({self.max_master_jobs})"
+        if self.slice_backlog is not None:
+            return f"a budget of {self.slice_backlog:g} s of returns"
+        delay = (
+            self.slice_target_delay
+            if self.slice_target_delay is not None
+            else salt_slice_defaults()["target_delay"]
+        )
+        if not delay:
+            return f"a fixed budget of max_master_jobs ({self.max_master_jobs})"
+        return f"a budget sized for returns waiting {delay:g} s (target_delay)"
 
     def exempt_functions(self) -> list[str]:
         """The functions that bypass the queue, as the master resolves them."""
@@ -151,6 +197,28 @@ class RateLimiting:
 
         listed = salt_defaults()["exempt"] if self.exempt is None else self.exempt
         return sorted(set(listed) | set(config.ALWAYS_EXEMPT))
+
+
+@dataclass(frozen=True)
+class LimiterState:
+    """What a benchmark samples of the limiter once a second; -1 where the
+    queue manager did not answer."""
+
+    #: jobs waiting in the queue
+    queued: int
+    #: points in flight (``master_jobs``)
+    points: int
+    #: the points the limiter lets be in flight now: ``slices:budget``, or
+    #: ``max_master_jobs`` without slices
+    budget: int
+    #: times a delay-sized budget was cut so far (0 without one)
+    cuts: int = 0
+    #: the wait the last budget decision saw, seconds (None: none yet)
+    delay: float | None = None
+
+
+#: :meth:`QueueProbe.state` when the queue manager did not answer
+NO_ANSWER: Final = LimiterState(-1, -1, -1, -1)
 
 
 class QueueProbe:
@@ -174,6 +242,25 @@ class QueueProbe:
         """What ``salt-run ratelimit.status`` shows: ``queued``,
         ``master_jobs``, ``minions_busy``, ``submitted``, ``outcomes``, ..."""
         return self._ask({"cmd": "status"})
+
+    def state(self) -> LimiterState:
+        """The queue, the points in flight and the budget now; :data:`NO_ANSWER`
+        when the queue manager did not answer (a busy master is sampled, not
+        waited for)."""
+        try:
+            status = self.status()
+        except (OSError, RuntimeError):
+            return NO_ANSWER
+        slices = status.get("slices") or {}
+        budget = slices.get("budget", status.get("max_master_jobs", 0))
+        delay = slices.get("delay")
+        return LimiterState(
+            queued=int(status.get("queued", 0)),
+            points=int(status.get("master_jobs", 0)),
+            budget=int(budget or 0),
+            cuts=int(slices.get("cuts", 0) or 0),
+            delay=None if delay is None else float(delay),
+        )
 
     def queue(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The queued jobs, oldest first."""

@@ -67,14 +67,6 @@ class LoadOptions(MasterComparison):
         "saltutil.running are always exempt (default: Salt's list)",
         metavar="FUN[,FUN...]",
     )
-    slice_min_targets: int = option(
-        100,
-        non_negative,
-        "the limiter-on master publishes a job in slices of at least this many "
-        "minions as its max_master_jobs budget frees "
-        "(rate_limiting:slices:min_targets); 0: every job to all its minions "
-        "at once",
-    )
     submissions: int = option(
         200,
         non_negative,

@@ -51,7 +51,7 @@ from benchmarks.salt_trees import (
 )
 from harness.errors import HarnessError
 from harness.processes import ManagedProcess
-from harness.ratelimit import RateLimiting
+from harness.ratelimit import QueueProbe, RateLimiting
 
 if TYPE_CHECKING:
     from benchmarks.load.options import LoadOptions
@@ -65,6 +65,8 @@ LOCUST_MASTER_PORT: Final = 5557
 #: how long locust may run beyond its load shape before it is stopped
 LOCUST_GRACE_S: Final = 120.0
 SAMPLE_INTERVAL_S: Final = 1.0
+#: seconds a limiter sample waits for the queue manager
+LIMITER_PROBE_TIMEOUT_S: Final = 2.0
 #: locust's output and the daemons' logs, per run, unless a workdir is given
 WORKDIR_ROOT: Final = PROJECT_ROOT / ".saltfleet" / "load"
 #: how long the cost measurement's login may wait for the master after a load
@@ -140,6 +142,9 @@ class LoadSettings:
     exempt: tuple[str, ...] | None = None
     #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices
     slice_min_targets: int = 100
+    #: rate_limiting:slices:target_delay of the limiter-on master; None:
+    #: Salt's; 0: null, a fixed budget of max_master_jobs
+    slice_target_delay: float | None = None
     presence_targets: int = 10
     group_size: int = 50
     #: where salt-api listens: another address of this machine for workers elsewhere
@@ -172,6 +177,7 @@ class LoadSettings:
             exempt_pool=opts.exempt_pool,
             exempt=opts.exempt,
             slice_min_targets=opts.slice_min_targets,
+            slice_target_delay=opts.slice_target_delay,
             presence_targets=opts.presence_targets,
             group_size=opts.group_size,
             api_host=opts.api_host,
@@ -349,15 +355,22 @@ def run_workers(
 
 
 class ResourceSampler(threading.Thread):
-    """Samples the master's and salt-api's trees and the fleet, once a second."""
+    """Samples the master's and salt-api's trees, the fleet and the limiter's
+    queue manager (``probe``, if any), once a second."""
 
     def __init__(
-        self, master_pid: int, api_pid: int, fleet: SimulatedFleet | None
+        self,
+        master_pid: int,
+        api_pid: int,
+        fleet: SimulatedFleet | None,
+        probe: QueueProbe | None = None,
     ) -> None:
         super().__init__(name="load-sampler", daemon=True)
         self.master_pid = master_pid
         self.api_pid = api_pid
         self.fleet = fleet
+        #: the limiter-on master's queue manager; None: no limiter
+        self.probe = probe
         self.samples: list[ResourceSample] = []
         self._stop_event = threading.Event()
 
@@ -390,6 +403,7 @@ class ResourceSampler(threading.Thread):
                     api_cpu_pct=(new_cpu[1] - cpu[1]) / elapsed * 100,
                     api_pss_mb=sum(proctree.pss_by_role(self.api_pid).values()),
                     returns_per_s=max(0, new_returns - returns) / elapsed,
+                    limiter=self.probe.state() if self.probe else None,
                 )
             )
             last, cpu, returns = now, new_cpu, new_returns
@@ -456,9 +470,9 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         exempt_pool_workers=settings.exempt_pool,
     )
     default_pool = MASTER_MWORKERS - settings.exempt_pool
-    options = limits.with_slices(settings.slice_min_targets).master_options(
-        default_pool
-    )
+    options = limits.with_slices(
+        settings.slice_min_targets, settings.slice_target_delay
+    ).master_options(default_pool)
     if variant == "pools":
         return {"worker_pools": options["worker_pools"]}
     return options
@@ -554,8 +568,14 @@ def _load(
             *_ca_option(stack.api.credentials.ca_file),
         ],
     )
+    # a short timeout: a busy queue manager is a sample missed, not a stall
+    probe = (
+        QueueProbe(stack.master.settings.sock_dir, timeout=LIMITER_PROBE_TIMEOUT_S)
+        if variant == "on"
+        else None
+    )
     sampler = ResourceSampler(
-        stack.master.process.pid, stack.api.process.pid, stack.fleet
+        stack.master.process.pid, stack.api.process.pid, stack.fleet, probe
     )
     sampler.start()
     try:
@@ -607,7 +627,13 @@ def _limits(settings: LoadSettings) -> str:
             f"{MASTER_MWORKERS} every variant's master has"
         )
     if settings.slice_min_targets:
-        words.append(f"slices of at least {settings.slice_min_targets} minions")
+        limits = RateLimiting().with_slices(
+            settings.slice_min_targets, settings.slice_target_delay
+        )
+        words.append(
+            f"slices of at least {settings.slice_min_targets} minions, "
+            + limits.describe_budget()
+        )
     return ", ".join(words)
 
 

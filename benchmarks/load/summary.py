@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchmarks.load.failures import FailureKind, kind_of_error
 from benchmarks.report import median, pyplot, table
+from harness.ratelimit import LimiterState
 
 AGGREGATED = "Aggregated"
 #: failure kinds in the order the report lists them
@@ -67,6 +68,8 @@ class ResourceSample:
     api_cpu_pct: float
     api_pss_mb: float
     returns_per_s: float
+    #: the limiter-on master's queue manager (None: no limiter)
+    limiter: LimiterState | None = None
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,49 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
     return table([*headers, "samples"], rows)
 
 
+def _answered(run: VariantRun) -> list[LimiterState]:
+    """The limiter samples of ``run`` the queue manager answered."""
+    states = [s.limiter for s in run.samples if s.limiter is not None]
+    return [state for state in states if state.budget >= 0]
+
+
+def limiter_table(runs: Sequence[VariantRun]) -> str:
+    """The limiter-on runs' budget, points in flight, queue and cuts over
+    the load; empty when no run sampled a limiter."""
+    rows = []
+    for run in runs:
+        states = _answered(run)
+        if not states:
+            continue
+        budgets = sorted(state.budget for state in states)
+        points = [state.points for state in states]
+        delays = [state.delay for state in states if state.delay is not None]
+        sampled = sum(1 for s in run.samples if s.limiter is not None)
+        rows.append(
+            [
+                run.label,
+                f"{budgets[0]} / {median(budgets):.0f} / {budgets[-1]}",
+                f"{median(points):.0f} / {max(points)}",
+                max(state.queued for state in states),
+                max(state.cuts for state in states),
+                f"{median(delays):.2f} / {max(delays):.2f}" if delays else "-",
+                f"{len(states)} of {sampled}",
+            ]
+        )
+    if not rows:
+        return ""
+    headers = [
+        "variant",
+        "budget min / median / max",
+        "points in flight median / peak",
+        "jobs queued peak",
+        "budget cuts",
+        "measured wait s median / max",
+        "samples answered",
+    ]
+    return table(headers, rows)
+
+
 def cost_table(runs: Sequence[VariantRun]) -> str:
     """The salt-api vs LocalClient submissions, one row per variant."""
     rows: list[list[object]] = []
@@ -418,6 +464,19 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
         "Sampled once a second over each process tree (CPU in % of one core).",
         resources_table(runs),
     ]
+    limiter = limiter_table(runs)
+    if limiter:
+        parts += [
+            "## The limiter",
+            "Its queue manager's status (`ratelimit.status`), sampled once a "
+            "second: the budget of points it lets be in flight (with slices "
+            "sized by the wait returns see, `slices:target_delay`, it starts "
+            "at `min_targets` and moves; fixed, it is `max_master_jobs`), "
+            "the points in flight, the queue, how often the budget was cut and "
+            "the wait the cuts were decided on. A busy queue manager may not "
+            "answer a sample in time; those are counted apart.",
+            limiter,
+        ]
     if context.plot:
         parts.append(f"![timeline]({context.plot})")
     parts += [
@@ -437,10 +496,15 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
 
 def timeline_plot(runs: Sequence[VariantRun], path: Path) -> Path:
     """Users and req/s, failures/s, master + salt-api CPU and the fleet's
-    returns/s over time, one line per variant."""
+    returns/s over time, one line per variant; the limiter's budget and its
+    points in flight too when a run sampled them."""
     plt = pyplot()
 
-    fig, axes = plt.subplots(4, 1, figsize=(9, 11), dpi=100, sharex=True)
+    limited = [run for run in runs if _answered(run)]
+    panels = 5 if limited else 4
+    fig, axes = plt.subplots(
+        panels, 1, figsize=(9, 2.75 * panels), dpi=100, sharex=True
+    )
     for index, run in enumerate(runs):
         color = f"C{index}"  # one colour per variant in every panel
         h = run.locust.history
@@ -472,12 +536,33 @@ def timeline_plot(runs: Sequence[VariantRun], path: Path) -> Path:
         axes[3].plot(
             ts, [s.returns_per_s for s in run.samples], color=color, label=run.name
         )
+        if run in limited:
+            answered = [
+                (s.t, s.limiter)
+                for s in run.samples
+                if s.limiter is not None and s.limiter.budget >= 0
+            ]
+            at = [t for t, _ in answered]
+            axes[4].plot(
+                at,
+                [state.budget for _, state in answered],
+                color=color,
+                label=f"{run.name} budget",
+            )
+            axes[4].plot(
+                at,
+                [state.points for _, state in answered],
+                ":",
+                color=color,
+                label=f"{run.name} in flight",
+            )
     titles = [
         "requests/s and users",
         "failures/s",
         "CPU % (of one core)",
         "fleet returns/s",
-    ]
+        "limiter budget and points in flight",
+    ][:panels]
     for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title)
         ax.grid(alpha=0.3)

@@ -23,7 +23,7 @@ from benchmarks.salt_trees import (
     limit_option,
     tuned_options,
 )
-from harness.argtypes import non_negative, positive, positive_seconds, rate
+from harness.argtypes import positive, positive_seconds, rate
 from harness.ratelimit import RateLimiting
 
 #: ``--variants both``: what a storm runs by default, in this order
@@ -67,14 +67,6 @@ class StormOptions(MasterComparison):
         "stores every event in PostgreSQL, as SUSE Manager does) stores at "
         "most; 0: no consumer",
     )
-    slice_min_targets: int = option(
-        100,
-        non_negative,
-        "the limiter-on master publishes a job in slices of at least this "
-        "many minions as its max_master_jobs budget frees "
-        "(rate_limiting:slices:min_targets); 0: no slices, every job to all "
-        "its minions at once",
-    )
     minion_jobs: int = limit_option(
         "max_minion_jobs",
         "jobs a simulated minion runs at once, the rest waiting for a slot as "
@@ -94,7 +86,7 @@ class StormOptions(MasterComparison):
         """The ``rate_limiting`` of the limiter-on master."""
         return RateLimiting(
             max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
-        ).with_slices(self.slice_min_targets)
+        ).with_slices(self.slice_min_targets, self.slice_target_delay)
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:

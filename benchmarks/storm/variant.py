@@ -39,7 +39,7 @@ from harness.consumer import (
     read_samples,
     stored_events,
 )
-from harness.ratelimit import QueueProbe, RateLimiting
+from harness.ratelimit import LimiterState, QueueProbe, RateLimiting
 
 if TYPE_CHECKING:
     from harness.stack import Stack
@@ -53,6 +53,8 @@ PING_EVERY_S: Final = 1.0
 END_POLL_S: Final = 2.0  # how often the end conditions are checked
 PROGRESS_EVERY_S: Final = 30.0
 WARM_UP_TIMEOUT: Final = 120
+#: what a master without the limiter is sampled as
+IDLE: Final = LimiterState(queued=0, points=0, budget=0)
 JOIN_TIMEOUT_S: Final = 30.0
 
 
@@ -69,22 +71,6 @@ def driver_cpu_seconds() -> float:
     master and the fleet, which are processes of their own."""
     used = resource.getrusage(resource.RUSAGE_SELF)
     return used.ru_utime + used.ru_stime
-
-
-def _limiter_state(probe: QueueProbe) -> tuple[int, int, int]:
-    """``(jobs queued, points held, budget)`` from the queue manager; -1s
-    when it did not answer. Without slices the budget is max_master_jobs."""
-    try:
-        status = probe.status()
-    except (OSError, RuntimeError):
-        return -1, -1, -1
-    slices = status.get("slices") or {}
-    budget = slices.get("budget", status.get("max_master_jobs", 0))
-    return (
-        int(status.get("queued", 0)),
-        int(status.get("master_jobs", 0)),
-        int(budget or 0),
-    )
 
 
 def _max_minion_points(probe: QueueProbe, previous: int) -> int:
@@ -193,9 +179,7 @@ class StormRun:
             returns, ages = self.book.feed(events)
             now = time.monotonic()
             sent = int(self._fleet_status().get("returns_sent") or 0)
-            queued, points, budget = (
-                _limiter_state(self.probe) if self.limiter else (0, 0, 0)
-            )
+            state = self.probe.state() if self.limiter else IDLE
             if self.limiter is not None and taken % CAPACITY_EVERY == 0:
                 max_points = _max_minion_points(self.probe, max_points)
             roles = master_roles(proctree.pss_by_role(self.master.process.pid))
@@ -204,13 +188,13 @@ class StormRun:
                 master_pss_mb=sum(roles.values()),
                 pss_by_role=roles,
                 bus_delay_s=report.median(ages) if ages else None,
-                queued=queued,
+                queued=state.queued,
                 in_flight=self.book.in_flight(),
                 returns_per_s=returns / (now - last),
                 minion_returns_per_s=(sent - last_sent) / (now - last),
-                master_points=points,
+                master_points=state.points,
                 max_minion_points=max_points,
-                budget=budget,
+                budget=state.budget,
             )
             with self.lock:
                 self.result.samples.append(sample)
@@ -320,7 +304,7 @@ class StormRun:
             received = self.book.received_total()
             if received != last_count:
                 last_count, last_change = received, time.monotonic()
-            queued = _limiter_state(self.probe)[0] if self.limiter is not None else 0
+            queued = self.probe.state().queued if self.limiter is not None else 0
             all_published = queued == 0 and self.book.all_settled()
             if all_published and received >= self.book.expected_total():
                 return "all expected returns arrived"

@@ -217,3 +217,11 @@ def test_defaults_are_read_from_salt_not_restated(monkeypatch) -> None:
 def test_slice_min_targets_zero_means_no_slices(min_targets, slices) -> None:
     options = RateLimiting().with_slices(min_targets).master_options()
     assert options["rate_limiting"].get("slices") == slices
+
+
+def test_a_queue_manager_that_does_not_answer_is_a_sample_missed(tmp_path) -> None:
+    pytest.importorskip("salt.ratelimit.ipc")
+    from harness.ratelimit import NO_ANSWER, QueueProbe
+
+    # no master here: no socket
+    assert QueueProbe(tmp_path, timeout=0.5).state() == NO_ANSWER

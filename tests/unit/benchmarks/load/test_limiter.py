@@ -124,3 +124,17 @@ def test_every_variants_master_has_as_many_mworkers() -> None:
         options = run._limiter_options(_settings("--exempt-pool", str(pool)), "on")
         pools = options.get("worker_pools") or {"default": {"worker_count": 4}}
         assert sum(p["worker_count"] for p in pools.values()) == MASTER_MWORKERS
+
+
+def test_the_budget_follows_salts_target_delay_unless_fixed_by_hand() -> None:
+    config = pytest.importorskip("salt.config.rate_limiting")
+    default = run._limiter_options(_settings(), "on")["rate_limiting"]
+    assert default["slices"]["target_delay"] == config.DEFAULT_SLICES["target_delay"]
+    assert "a budget sized for returns waiting 2 s" in run._limits(_settings())
+    fixed = run._limiter_options(_settings("--slice-target-delay", "0"), "on")
+    # null: the budget is max_master_jobs, as Salt validates it
+    effective = config.rate_limiting_config(fixed)
+    assert effective["slices"]["target_delay"] is None
+    assert "a fixed budget of max_master_jobs (2000)" in run._limits(
+        _settings("--slice-target-delay", "0", "--max-master-jobs", "2000")
+    )

@@ -3,6 +3,7 @@ load shape's phases and locust's command lines."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.load import summary
@@ -290,3 +291,29 @@ def test_a_cost_the_master_did_not_answer_is_reported_not_lost(tmp_path):
         "| - | - | - | - | - |" in text
     )
     assert "Not measured in this run." not in text
+
+
+def test_the_limiter_section_shows_its_budget_and_counts_unanswered_samples(
+    tmp_path,
+):
+    from harness.ratelimit import NO_ANSWER, LimiterState
+
+    on = _run(tmp_path)
+    on.samples = [
+        summary.ResourceSample(1.0, 40.0, 900.0, 20.0, 140.0, 50.0, limiter=state)
+        for state in (
+            LimiterState(queued=0, points=80, budget=100),
+            LimiterState(queued=3, points=300, budget=310, cuts=0, delay=0.4),
+            NO_ANSWER,  # the queue manager was too busy to answer this second
+            LimiterState(queued=1, points=140, budget=155, cuts=1, delay=2.6),
+        )
+    ]
+    context = summary.ReportContext("Load", "nox -s load", "env", [])
+    text = summary.render(context, [on])
+    assert "## The limiter" in text
+    assert "| on #1 | 100 / 155 / 310 | 140 / 300 | 3 | 1 | 1.50 / 2.60 | 3 of 4 |" in (
+        text
+    )
+    # a run without the limiter has no such section
+    on.samples = [replace(s, limiter=None) for s in on.samples]
+    assert "## The limiter" not in summary.render(context, [on])

@@ -124,7 +124,13 @@ def test_the_limiter_on_master_gets_the_options_rate_limiting() -> None:
 def test_publishing_in_slices_reaches_only_the_limiter_on_masters_settings() -> None:
     plain = StormOptions().limiter_master_options(4)
     assert plain == StormOptions().rate_limiting().master_options(3)
-    assert plain["rate_limiting"]["slices"] == {"min_targets": 100}
+    # Salt's target_delay, read from Salt
+    assert plain["rate_limiting"]["slices"] == {"min_targets": 100, "target_delay": 2}
+    fixed = StormOptions(slice_target_delay=0).limiter_master_options(4)
+    assert fixed["rate_limiting"]["slices"] == {
+        "min_targets": 100,
+        "target_delay": None,
+    }
     unsliced = StormOptions(slice_min_targets=0).limiter_master_options(4)
     assert "slices" not in unsliced["rate_limiting"]
     assert unsliced["worker_pools"] == plain["worker_pools"]
