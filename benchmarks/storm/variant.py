@@ -149,14 +149,18 @@ class StormRun:
             ]
             for thread in threads:
                 thread.start()
-            self._submit_storm(storm)
-            ended_by = self._wait_for_the_end()
-            with self.lock:
-                self.result.ended_by = ended_by
-                self.result.storm_s = time.monotonic() - self._started
-            self._stop.set()
-            for thread in threads:
-                thread.join(timeout=JOIN_TIMEOUT_S)
+            try:
+                self._submit_storm(storm)
+                ended_by = self._wait_for_the_end()
+                with self.lock:
+                    self.result.ended_by = ended_by
+                    self.result.storm_s = time.monotonic() - self._started
+            finally:
+                # also on Ctrl-C or SIGTERM: the pinger must stop submitting
+                # before the pool shuts down under it
+                self._stop.set()
+                for thread in threads:
+                    thread.join(timeout=JOIN_TIMEOUT_S)
         self._count(
             proctree.cpu_seconds(master_pid) - cpu_before,
             driver_cpu_seconds() - driver_before,
