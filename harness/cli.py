@@ -119,6 +119,14 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
         "times SECONDS (slices:backlog; implies --slices)",
     )
     parser.add_argument(
+        "--slice-target-delay",
+        type=argtypes.seconds,
+        metavar="SECONDS",
+        help="size the budget for returns waiting SECONDS (slices:target_delay, "
+        "Salt's default 2); 0: null, a fixed budget of max_master_jobs (implies "
+        "--slices)",
+    )
+    parser.add_argument(
         "--master-opts",
         type=Path,
         metavar="FILE",
@@ -307,6 +315,7 @@ _LIMIT_FLAGS = (
     "max_queue",
     "slice_min_targets",
     "slice_backlog",
+    "slice_target_delay",
 )
 
 
@@ -333,9 +342,11 @@ def _rate_limiting(args: argparse.Namespace) -> RateLimiting | None:
         max_queue=args.max_queue or salt.max_queue,
         slices=args.slices
         or args.slice_min_targets is not None
-        or args.slice_backlog is not None,
+        or args.slice_backlog is not None
+        or args.slice_target_delay is not None,
         slice_min_targets=args.slice_min_targets,
         slice_backlog=args.slice_backlog,
+        slice_target_delay=args.slice_target_delay,
     )
 
 

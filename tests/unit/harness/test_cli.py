@@ -31,6 +31,7 @@ def test_bad_arguments(
     [
         (["--slices"], "--slices needs --rate-limiting"),
         (["--slice-backlog", "2"], "--slice-backlog needs --rate-limiting"),
+        (["--slice-target-delay", "1"], "--slice-target-delay needs --rate-limiting"),
         (["--rate-limiting", "--slice-backlog", "0"], "more than 0 seconds"),
     ],
 )
@@ -74,3 +75,11 @@ def test_up_rate_limiting_keeps_salts_defaults_but_for_the_flags_given() -> None
         RateLimiting(), max_queue=5, slices=True, slice_min_targets=20
     )
     assert _rate_limiting(build_parser().parse_args(["up"])) is None
+    fixed = _rate_limiting(
+        build_parser().parse_args(
+            ["up", "--rate-limiting", "--slice-target-delay", "0"]
+        )
+    )
+    assert fixed is not None
+    # 0 is null in the master's configuration: a fixed budget
+    assert fixed.master_options()["rate_limiting"]["slices"] == {"target_delay": None}
