@@ -471,7 +471,8 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
             "Its queue manager's status (`ratelimit.status`), sampled once a "
             "second: the budget of points it lets be in flight (with slices "
             "sized by the wait returns see, `slices:target_delay`, it starts "
-            "at `min_targets` and moves; fixed, it is `max_master_jobs`), "
+            "at two slices of `min_targets` and moves, never below them; "
+            "fixed, it is `max_master_jobs`), "
             "the points in flight, the queue, how often the budget was cut and "
             "the wait the cuts were decided on. A busy queue manager may not "
             "answer a sample in time; those are counted apart.",
