@@ -250,6 +250,17 @@ def _little(on: VariantResult) -> str | None:
 
 
 def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+    short = [r for r in (on, off) if r is not None and r.accepted < r.submitted]
+    if off is not None and short:
+        # a master that took fewer jobs ran a smaller storm: no ratio of it
+        return Goal(
+            "storm duration",
+            f"- storm duration on {on.storm_s:.0f} s vs off {off.storm_s:.0f} s: "
+            f"{NOT_MEASURED}, not the same storm: "
+            + "; ".join(took_words(r) for r in short)
+            + f" (goal <= {STORM_RATIO:g}x of off)",
+            None,
+        )
     if off is not None and off.cut:
         # off's duration is --max-wait, not its storm's: no ratio of it
         return Goal(
@@ -278,6 +289,19 @@ def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
             f"average on vs {_return_rate(off):.0f}/s off"
         )
     return Goal("storm duration", line, met, why)
+
+
+def took_words(result: VariantResult) -> str:
+    """``limiter off took 39 of 100 jobs (61 submissions failed: Salt
+    request timed out.)``: the jobs a variant's master never took."""
+    words = f"limiter {result.name} took {result.accepted} of {result.submitted} jobs"
+    why = []
+    if result.rejected:
+        why.append(f"{result.rejected} refused by the limiter")
+    if result.submit_errors:
+        first = result.submit_errors[0].split(". ")[0].rstrip(".")
+        why.append(f"{len(result.submit_errors)} submissions failed: {first}.")
+    return words + (f" ({', '.join(why)})" if why else "")
 
 
 def _return_rate(result: VariantResult) -> float:

@@ -29,6 +29,7 @@ from benchmarks.storm.goals import (
     completed_words,
     goal_lines,
     goals_over_runs,
+    took_words,
     why_lines,
 )
 from benchmarks.storm.options import StormOptions
@@ -312,7 +313,19 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         "manager's ledger: one per published job and minion until the "
         "minion's return arrives.",
         *_short_in_cache(results),
+        *_not_taken(results),
     )
+
+
+def _not_taken(results: list[VariantResult]) -> list[str]:
+    """A paragraph of a line per variant whose master did not take every job
+    submitted: its storm was smaller than the others', and says why."""
+    lines = [
+        f"- {result.label}: {took_words(result)}"
+        for result in results
+        if result.accepted < result.submitted
+    ]
+    return ["\n".join(lines)] if lines else []
 
 
 #: jobs named per variant when the job cache holds fewer returns than expected

@@ -14,7 +14,7 @@ import contextlib
 import resource
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
@@ -266,10 +266,31 @@ class StormRun:
         count = self.options.submitters
         chunks = [storm[i::count] for i in range(count)]
         with ThreadPoolExecutor(count) as pool:
-            list(pool.map(self._submit, chunks))
+            pending = {pool.submit(self._submit, chunk) for chunk in chunks}
+            while pending:
+                done, pending = wait(pending, timeout=PROGRESS_EVERY_S)
+                for future in done:
+                    future.result()
+                if pending:
+                    self._submit_progress(len(storm))
         with self.lock:
             self.result.submit_s = time.monotonic() - self._started
             self.result.accepted = len(self.book.jobs)
+
+    def _submit_progress(self, total: int) -> None:
+        """A progress line while submitting: an overloaded master answers a
+        submission only when its request times out."""
+        with self.lock:
+            accepted = len(self.book.jobs)
+            refused = self.result.rejected
+            failed = len(self.result.submit_errors)
+        print(
+            f"  {self.result.name}: {time.monotonic() - self._started:.0f}s, "
+            f"{accepted + refused + failed}/{total} submissions answered "
+            f"({accepted} accepted, {refused} refused, {failed} failed), "
+            f"{self.book.received_total()} returns",
+            flush=True,
+        )
 
     def _submit(self, chunk: list[tuple[str, list[Any]]]) -> None:
         from salt.exceptions import SaltMasterOverloadedError

@@ -46,7 +46,9 @@ def _sample(t: float, rss: dict[str, float]) -> Sample:
 
 
 def _limiter_on() -> VariantResult:
-    on = VariantResult("on", RateLimiting(exempt_pool_workers=1), submitted=2)
+    on = VariantResult(
+        "on", RateLimiting(exempt_pool_workers=1), submitted=2, accepted=2
+    )
     on.ended_by = "all expected returns arrived"
     on.expected_returns = on.received_cache = 20
     on.peak_minion_jobs = 2
@@ -121,6 +123,18 @@ def test_the_end_counts_name_the_jobs_the_job_cache_is_short_of() -> None:
         "0 of 1000 in the job cache, 1000 on the bus"
     ) in text
     assert "- on #1:" not in text
+
+
+def test_the_end_counts_say_which_master_did_not_take_every_job() -> None:
+    off = VariantResult("off", None, submitted=100, accepted=39)
+    off.ended_by = "all expected returns arrived"
+    off.submit_errors = ["test.sleep: Salt request timed out. The master is busy."]
+    lines = report_lines([_limiter_on(), off], [], StormOptions(minions=10))
+    text = "\n".join(map(str, lines))
+    assert (
+        "- off #1: limiter off took 39 of 100 jobs (1 submissions failed: "
+        "test.sleep: Salt request timed out.)"
+    ) in text
 
 
 def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
