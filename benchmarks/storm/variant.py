@@ -123,16 +123,17 @@ class StormRun:
         master_pid = self.master.process.pid
         # warm up the master's workers and caches, not counted
         self.stack.cmd("*", "test.ping", timeout=WARM_UP_TIMEOUT)
-        cpu_before = proctree.cpu_seconds(master_pid)
-        driver_before = driver_cpu_seconds()
-        self._started = time.monotonic()
-        self._started_at = time.time()
-        position = self.listener.mark()
         storm = storm_jobs(self.options.jobs)
         with self.lock:
             self.result.submitted = len(storm)
         # the clients close after the pool's threads ended
         with self._ping_clients, ThreadPoolExecutor(PING_MAX_OUTSTANDING) as ping_pool:
+            self.warm_ping_clients(ping_pool)
+            cpu_before = proctree.cpu_seconds(master_pid)
+            driver_before = driver_cpu_seconds()
+            self._started = time.monotonic()
+            self._started_at = time.time()
+            position = self.listener.mark()
             threads = [
                 threading.Thread(
                     target=self._sampler,
@@ -234,6 +235,28 @@ class StormRun:
                 client = self._ping_clients.enter_context(self.stack.client())
             self._ping_local.client = client
         return client
+
+    def warm_ping_clients(self, pool: ThreadPoolExecutor) -> None:
+        """Make every thread of the pinger's ``pool`` its LocalClient before
+        the storm's clock starts: made at a thread's first ping instead, the
+        first PING_MAX_OUTSTANDING pings timed the client's making (a config
+        parse and a bus subscription), longer than their timeout on a slow
+        machine. Each task waits at a barrier until all have made theirs,
+        so each runs on a thread of its own. A client that cannot be made
+        now is made at its thread's first ping, as before."""
+        barrier = threading.Barrier(PING_MAX_OUTSTANDING)
+
+        def make() -> None:
+            try:
+                self._ping_client()
+            except Exception:  # pylint: disable=broad-except
+                pass  # that thread's first ping tries again and counts it
+            finally:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait(timeout=WARM_UP_TIMEOUT)
+
+        for future in [pool.submit(make) for _ in range(PING_MAX_OUTSTANDING)]:
+            future.result()
 
     def _one_ping(self, at: float, targets: list[str]) -> None:
         began = time.monotonic()

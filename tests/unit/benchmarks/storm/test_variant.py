@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from benchmarks.storm.accounting import PING_MAX_OUTSTANDING
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.variant import StormRun
 
@@ -62,3 +64,19 @@ def test_each_pinger_thread_keeps_one_client_for_the_run(tmp_path: Path) -> None
         assert not any(client.destroyed for client in stack.clients)
     assert all(client.destroyed for client in stack.clients)
     assert [(p.returned, p.answered) for p in storm.result.pings] == [(2, True)] * 4
+
+
+def test_every_pinger_thread_has_its_client_before_the_clock_starts(
+    tmp_path: Path,
+) -> None:
+    """The first pings no longer time the making of a LocalClient: every
+    thread of the pool has one before the first tick, and pings make none."""
+    stack = _Stack(tmp_path)
+    storm = StormRun("off", None, StormOptions(), stack)  # type: ignore[arg-type]
+    with storm._ping_clients, ThreadPoolExecutor(PING_MAX_OUTSTANDING) as pool:
+        storm.warm_ping_clients(pool)
+        assert len(stack.clients) == PING_MAX_OUTSTANDING
+        for tick in range(2 * PING_MAX_OUTSTANDING):
+            pool.submit(storm._one_ping, float(tick), ["m1"]).result()
+        assert len(stack.clients) == PING_MAX_OUTSTANDING
+    assert all(client.destroyed for client in stack.clients)
