@@ -184,7 +184,7 @@ class StormRun:
             returns, ages = self.book.feed(events)
             now = time.monotonic()
             sent = int(self._fleet_status().get("returns_sent") or 0)
-            state = self.probe.state() if self.limiter else IDLE
+            state = self.probe.state() if self.limiter is not None else IDLE
             if self.limiter is not None and taken % CAPACITY_EVERY == 0:
                 max_points = _max_minion_points(self.probe, max_points)
             roles = master_roles(proctree.pss_by_role(self.master.process.pid))
