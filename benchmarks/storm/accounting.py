@@ -33,6 +33,8 @@ PING_TARGETS: Final = 10
 PING_TIMEOUT: Final = 10  # seconds a presence ping waits for its returns
 PING_MAX_OUTSTANDING: Final = 10  # pings in flight at once; a tick beyond is skipped
 SLEEP_LENGTHS: Final = (1, 2, 3, 5)
+#: the functions of the storm's jobs (:func:`storm_jobs`); pings are test.ping
+STORM_FUNCTIONS: Final = frozenset({"test.sleep", "state.apply"})
 STATE_DURATION: Final = (1.0, 5.0)
 #: before any function runs: a real minion forks a process per job
 START_JITTER: Final = (0.05, 0.5)
@@ -159,6 +161,10 @@ class VariantResult:
     #: ``{jid: [in the job cache, expected, seen on the bus]}``, so a loss
     #: names its jobs
     short_in_cache: dict[str, list[int]] = field(default_factory=dict)
+    #: jobs published though their submission failed (JobBook.unbooked), and
+    #: their returns seen on the bus: run, and told to nobody
+    unbooked_jobs: int = 0
+    unbooked_returns: int = 0
     peak_minion_jobs: int = 0
     #: duplicate returns on the master's bus (see JobTrack.duplicates)
     duplicate_returns: int = 0
@@ -331,8 +337,8 @@ class JobBook:
                 age = _stamp_age(event)
                 if age is not None:
                     ages.append(age)
-                if item.jid in self.jobs or item.jid in self._pending:
-                    returns += self._apply(item)
+                # a return before its job is booked waits in _pending
+                returns += self._apply(item)
         return returns, ages
 
     def _apply(self, item: _JobEvent) -> int:
@@ -367,6 +373,22 @@ class JobBook:
             if len(track.returned) >= track.expected:
                 track.completed = received
         return 0
+
+    def unbooked(self) -> dict[str, set[str]]:
+        """Returns of storm functions under jids no submitter was given:
+        ``{jid: minions}``. A submission that timed out can still be
+        published, when the master gets to the request after its client
+        gave up; its job runs, and nobody waits for it."""
+        found: dict[str, set[str]] = {}
+        with self.lock:
+            for jid, items in self._pending.items():
+                for item in items:
+                    if item.minion is None:
+                        continue
+                    data = item.event.data
+                    if isinstance(data, dict) and data.get("fun") in STORM_FUNCTIONS:
+                        found.setdefault(jid, set()).add(item.minion)
+        return found
 
     def in_flight(self) -> int:
         """Jobs published and not yet completed."""

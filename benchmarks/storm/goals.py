@@ -292,16 +292,23 @@ def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
 
 
 def took_words(result: VariantResult) -> str:
-    """``limiter off took 39 of 100 jobs (61 submissions failed: Salt
+    """``off took 39 of 100 jobs (61 submissions failed: Salt
     request timed out.)``: the jobs a variant's master never took."""
-    words = f"limiter {result.name} took {result.accepted} of {result.submitted} jobs"
+    words = f"{result.name} took {result.accepted} of {result.submitted} jobs"
     why = []
     if result.rejected:
         why.append(f"{result.rejected} refused by the limiter")
     if result.submit_errors:
         first = result.submit_errors[0].split(". ")[0].rstrip(".")
         why.append(f"{len(result.submit_errors)} submissions failed: {first}.")
-    return words + (f" ({', '.join(why)})" if why else "")
+    words += f" ({', '.join(why)})" if why else ""
+    if result.unbooked_jobs:
+        words += (
+            f"; {result.unbooked_jobs} of the jobs whose submission failed ran "
+            f"anyway ({result.unbooked_returns} returns on the bus under jids "
+            "no submitter was given)"
+        )
+    return words
 
 
 def _return_rate(result: VariantResult) -> float:

@@ -163,6 +163,7 @@ END_COUNTS: Final[tuple[Column, ...]] = (
     ("rejected", lambda r: r.rejected),
     ("published", lambda r: r.outcomes["published"] if r.limiter else r.accepted),
     ("published excluding", lambda r: r.outcomes["published_excluding"]),
+    ("run though their submission failed", lambda r: _unbooked_cell(r)),
     ("expired", lambda r: r.outcomes["expired"]),
     ("jobs with every return", lambda r: r.completed_jobs),
     ("returns expected", lambda r: r.expected_returns),
@@ -311,7 +312,11 @@ def _end_counts(results: list[VariantResult]) -> list[Any]:
         "return error is a return whose every try failed, lost unless one "
         "of its timed-out tries reached the master. Points are the queue "
         "manager's ledger: one per published job and minion until the "
-        "minion's return arrives.",
+        "minion's return arrives. A job run though its submission failed is "
+        "one whose returns reached the bus under a jid no submitter was "
+        "given: the master took the request after its client had given up, "
+        "published it, and the job ran with nobody waiting for it (its "
+        "returns count from the bus until the variant ended, so at least).",
         *_short_in_cache(results),
         *_not_taken(results),
     )
@@ -533,6 +538,12 @@ def _ping_cell(seconds: list[float | None]) -> str:
         f"{report.percentile(known, 50):.2f} / {report.percentile(known, 99):.2f}"
         + (f" ({len(seconds) - len(known)} never)" if len(known) < len(seconds) else "")
     )
+
+
+def _unbooked_cell(result: VariantResult) -> str:
+    if not result.unbooked_jobs:
+        return "0"
+    return f"{result.unbooked_jobs} ({result.unbooked_returns} returns)"
 
 
 def _lost_cell(result: VariantResult) -> str:

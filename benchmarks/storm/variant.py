@@ -376,6 +376,7 @@ class StormRun:
         with self.lock:
             jids = set(self.book.jobs)
         cache = job_cache_returns(self.master.settings.cachedir, jids)
+        unbooked = self.book.unbooked()
         consumer = self._consumer_run()
         with self.lock:
             self.result.consumer = consumer
@@ -388,6 +389,8 @@ class StormRun:
             )
             self.result.minion_return_errors = int(status.get("return_errors") or 0)
             self.result.tally(self.book.jobs.values(), cache)
+            self.result.unbooked_jobs = len(unbooked)
+            self.result.unbooked_returns = sum(map(len, unbooked.values()))
 
     def _consumer_run(self) -> ConsumerRun | None:
         """What the consumer sampled since the storm began, and the events in

@@ -25,10 +25,14 @@ from harness.events import Event
 from harness.fleet import minion_ids
 
 
-def _ret(jid: str, minion: str, at: float = 100.0, age: float = 0.5) -> Event:
+def _ret(
+    jid: str, minion: str, at: float = 100.0, age: float = 0.5, fun: str = "test.sleep"
+) -> Event:
     stamp = datetime.datetime.fromtimestamp(at - age, datetime.UTC)
     return Event(
-        f"salt/job/{jid}/ret/{minion}", {"_stamp": stamp.isoformat()}, received=at
+        f"salt/job/{jid}/ret/{minion}",
+        {"_stamp": stamp.isoformat(), "fun": fun},
+        received=at,
     )
 
 
@@ -91,6 +95,33 @@ def test_a_job_published_unchecked_is_in_flight():
     book.feed([_outcome("8", "published_unchecked")])
     assert book.jobs["8"].published is not None
     assert book.in_flight() == 1
+
+
+def test_a_job_whose_submission_failed_but_ran_is_found_by_its_returns():
+    """The master took a submission after its client timed out and published
+    it: its returns come under a jid nobody was given. Pings and jobs the
+    submitter did get are not counted among them."""
+    book = JobBook()
+    book.add(JobTrack("1", "test.sleep", targets=2, accepted=10.0))
+    book.feed(
+        [
+            _ret("1", "a"),
+            _ret("20261126010000000001", "a", fun="state.apply"),
+            _ret("20261126010000000001", "a", fun="state.apply"),
+            _ret("20261126010000000001", "b", fun="state.apply"),
+            _ret("20261126010000000002", "c"),
+            _ret("20261126010000000003", "a", fun="test.ping"),
+        ]
+    )
+    assert book.unbooked() == {
+        "20261126010000000001": {"a", "b"},
+        "20261126010000000002": {"c"},
+    }
+    assert book.received_total() == 1  # they are no storm job's returns
+    # booked late (the submitter's answer came after its return): not unbooked
+    book.add(JobTrack("20261126010000000002", "test.sleep", targets=1, accepted=9.0))
+    assert set(book.unbooked()) == {"20261126010000000001"}
+    assert book.received_total() == 2  # and its early return counts
 
 
 def test_job_cache_returns_counts_return_files_per_jid(tmp_path):

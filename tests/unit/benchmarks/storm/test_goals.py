@@ -276,6 +276,6 @@ def test_a_master_that_took_fewer_jobs_ran_a_storm_that_is_not_compared() -> Non
     assert duration.met is None
     assert duration.line == (
         "- storm duration on 1400 s vs off 1600 s: not measured, not the same "
-        "storm: limiter off took 4 of 10 jobs (6 submissions failed: "
+        "storm: off took 4 of 10 jobs (6 submissions failed: "
         "state.apply: Salt request timed out.) (goal <= 1.1x of off)"
     )

@@ -129,12 +129,16 @@ def test_the_end_counts_say_which_master_did_not_take_every_job() -> None:
     off = VariantResult("off", None, submitted=100, accepted=39)
     off.ended_by = "all expected returns arrived"
     off.submit_errors = ["test.sleep: Salt request timed out. The master is busy."]
+    off.unbooked_jobs, off.unbooked_returns = 3, 2500
     lines = report_lines([_limiter_on(), off], [], StormOptions(minions=10))
     text = "\n".join(map(str, lines))
     assert (
-        "- off #1: limiter off took 39 of 100 jobs (1 submissions failed: "
-        "test.sleep: Salt request timed out.)"
+        "- off #1: off took 39 of 100 jobs (1 submissions failed: "
+        "test.sleep: Salt request timed out.); 3 of the jobs whose submission "
+        "failed ran anyway (2500 returns on the bus under jids no submitter "
+        "was given)"
     ) in text
+    assert "| 3 (2500 returns) |" in text
 
 
 def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
