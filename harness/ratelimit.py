@@ -178,16 +178,16 @@ class RateLimiting:
 
     def describe_budget(self) -> str:
         """How the budget is sized, in a few words for a report."""
-        if not self.slices:
-            return f"a fixed budget of max_master_jobs ({self.max_master_jobs})"
-        if self.slice_backlog is not None:
+        if self.slice_backlog is not None:  # set only with slices
             return f"a budget of {self.slice_backlog:g} s of returns"
-        delay = (
-            self.slice_target_delay
-            if self.slice_target_delay is not None
-            else salt_slice_defaults()["target_delay"]
-        )
-        if not delay:
+        delay: float | None = None
+        if self.slices:
+            delay = (
+                self.slice_target_delay
+                if self.slice_target_delay is not None
+                else salt_slice_defaults()["target_delay"]
+            )
+        if not delay:  # no slices, or slices with target_delay 0
             return f"a fixed budget of max_master_jobs ({self.max_master_jobs})"
         return f"a budget sized for returns waiting {delay:g} s (target_delay)"
 

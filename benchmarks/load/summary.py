@@ -251,10 +251,18 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
     return table([*headers, "samples"], rows)
 
 
+def _answered_at(run: VariantRun) -> list[tuple[float, LimiterState]]:
+    """The limiter samples of ``run`` the queue manager answered, with when."""
+    return [
+        (s.t, s.limiter)
+        for s in run.samples
+        if s.limiter is not None and s.limiter.budget >= 0
+    ]
+
+
 def _answered(run: VariantRun) -> list[LimiterState]:
     """The limiter samples of ``run`` the queue manager answered."""
-    states = [s.limiter for s in run.samples if s.limiter is not None]
-    return [state for state in states if state.budget >= 0]
+    return [state for _, state in _answered_at(run)]
 
 
 def limiter_table(runs: Sequence[VariantRun]) -> str:
@@ -538,11 +546,7 @@ def timeline_plot(runs: Sequence[VariantRun], path: Path) -> Path:
             ts, [s.returns_per_s for s in run.samples], color=color, label=run.name
         )
         if run in limited:
-            answered = [
-                (s.t, s.limiter)
-                for s in run.samples
-                if s.limiter is not None and s.limiter.budget >= 0
-            ]
+            answered = _answered_at(run)
             at = [t for t, _ in answered]
             axes[4].plot(
                 at,

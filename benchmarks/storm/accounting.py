@@ -193,6 +193,12 @@ class VariantResult:
         return self.ended_by.startswith("max wait")
 
     @property
+    def took_fewer_jobs(self) -> bool:
+        """Whether the master took fewer jobs than were submitted: a smaller
+        storm than the other variants' (refused, or the submission failed)."""
+        return self.accepted < self.submitted
+
+    @property
     def missing_returns(self) -> int:
         """Expected returns the job cache does not have: lost if the storm
         ran to its end, possibly still on their way if it was cut."""

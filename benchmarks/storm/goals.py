@@ -250,7 +250,7 @@ def _little(on: VariantResult) -> str | None:
 
 
 def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
-    short = [r for r in (on, off) if r is not None and r.accepted < r.submitted]
+    short = [r for r in (on, off) if r is not None and r.took_fewer_jobs]
     if off is not None and short:
         # a master that took fewer jobs ran a smaller storm: no ratio of it
         return Goal(

@@ -328,7 +328,7 @@ def _not_taken(results: list[VariantResult]) -> list[str]:
     lines = [
         f"- {result.label}: {took_words(result)}"
         for result in results
-        if result.accepted < result.submitted
+        if result.took_fewer_jobs
     ]
     return ["\n".join(lines)] if lines else []
 

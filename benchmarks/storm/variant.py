@@ -307,13 +307,16 @@ class StormRun:
             accepted = len(self.book.jobs)
             refused = self.result.rejected
             failed = len(self.result.submit_errors)
-        print(
-            f"  {self.result.name}: {time.monotonic() - self._started:.0f}s, "
+        self._progress(
             f"{accepted + refused + failed}/{total} submissions answered "
             f"({accepted} accepted, {refused} refused, {failed} failed), "
-            f"{self.book.received_total()} returns",
-            flush=True,
+            f"{self.book.received_total()} returns"
         )
+
+    def _progress(self, what: str) -> None:
+        """``  on: 120s, <what>``: a progress line of this variant."""
+        elapsed = time.monotonic() - self._started
+        print(f"  {self.result.name}: {elapsed:.0f}s, {what}", flush=True)
 
     def _submit(self, chunk: list[tuple[str, list[Any]]]) -> None:
         from salt.exceptions import SaltMasterOverloadedError
@@ -362,11 +365,9 @@ class StormRun:
                 return f"fleet idle and no return for {QUIET_S:.0f}s"
             if time.monotonic() >= next_report:
                 next_report += PROGRESS_EVERY_S
-                print(
-                    f"  {self.result.name}: {time.monotonic() - self._started:.0f}s, "
+                self._progress(
                     f"{received}/{self.book.expected_total()} returns, "
-                    f"{self.book.in_flight()} jobs in flight, {queued} queued",
-                    flush=True,
+                    f"{self.book.in_flight()} jobs in flight, {queued} queued"
                 )
         return f"max wait of {self.options.max_wait:.0f}s reached"
 

@@ -56,6 +56,28 @@ def test_slice_settings_without_slices_are_refused() -> None:
         RateLimiting(slice_backlog=2.0)
 
 
+@pytest.mark.parametrize(
+    ("limiter", "words"),
+    [
+        (RateLimiting(max_master_jobs=700), "a fixed budget of max_master_jobs (700)"),
+        (
+            RateLimiting(max_master_jobs=700, slices=True, slice_target_delay=0),
+            "a fixed budget of max_master_jobs (700)",
+        ),
+        (
+            RateLimiting(slices=True, slice_backlog=30),
+            "a budget of 30 s of returns",
+        ),
+        (
+            RateLimiting(slices=True, slice_target_delay=2.5),
+            "a budget sized for returns waiting 2.5 s (target_delay)",
+        ),
+    ],
+)
+def test_a_report_says_how_the_budget_is_sized(limiter, words) -> None:
+    assert limiter.describe_budget() == words
+
+
 def test_slice_event_reads_slice_tags_only() -> None:
     assert slice_event("salt/ratelimit/slice/123/2") == ("123", 2)
     assert slice_event("salt/ratelimit/job/123/published") is None
