@@ -60,15 +60,30 @@ def _limiter_on() -> VariantResult:
     return on
 
 
+def _text(
+    results: list[VariantResult],
+    decisions: list[DecideResult] | None = None,
+    options: StormOptions | None = None,
+) -> str:
+    """The report's Markdown for ``results``."""
+    options = options or StormOptions(minions=10)
+    return "\n".join(map(str, report_lines(results, decisions or [], options)))
+
+
+def _cells(text: str, header_has: str, row_starts: str) -> dict[str, str]:
+    """A table row of ``text`` by its column names: the first table whose
+    header has ``header_has``, its row that starts with ``row_starts``."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if header_has in line)
+    header = lines[at]
+    row = next(line for line in lines[at:] if line.startswith(row_starts))
+    return dict(zip(header.split("|"), row.split("|"), strict=True))
+
+
 def test_the_report_gives_each_goal_its_verdict_and_names_what_grew() -> None:
     on = _limiter_on()
     decisions = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
-    text = "\n".join(
-        str(line)
-        for line in report_lines(
-            [on], decisions, StormOptions(minions=10, jobs=2, submitters=3)
-        )
-    )
+    text = _text([on], decisions, StormOptions(minions=10, jobs=2, submitters=3))
     assert "at most 2 jobs in flight on one minion, goal <= 10: met" in text
     assert "lost returns with the limiter on: 0, goal 0: met" in text
     # one variant: the goals relative to limiter off are not measured
@@ -96,12 +111,9 @@ def test_the_end_counts_show_retries_duplicates_give_ups_and_losses() -> None:
     off.minion_returns_given_up = 6
     off.minion_return_errors = 3
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
-    lines = report_lines([_limiter_on(), off], decisions, StormOptions(minions=10))
-    text = "\n".join(map(str, lines))
+    text = _text([_limiter_on(), off], decisions)
     table = text[text.index("## End counts") :]
-    header = next(line for line in table.splitlines() if line.startswith("| variant"))
-    row = next(line for line in table.splitlines() if line.startswith("| off #1 |"))
-    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    cells = _cells(table, "| variant", "| off #1 |")
     assert cells[" lost "] == " 3 "
     assert cells[" duplicate returns (bus) "] == " 4 "
     assert cells[" minion return retries "] == " 9 "
@@ -116,8 +128,7 @@ def test_the_end_counts_name_the_jobs_the_job_cache_is_short_of() -> None:
     off = VariantResult("off", None, expected_returns=2000, received_cache=1000)
     off.ended_by = "all expected returns arrived"
     off.short_in_cache = {"20261125065000123456": [0, 1000, 1000]}
-    lines = report_lines([_limiter_on(), off], [], StormOptions(minions=10))
-    text = "\n".join(map(str, lines))
+    text = _text([_limiter_on(), off])
     assert (
         "- off #1: 1 job(s) short in the job cache: 20261125065000123456: "
         "0 of 1000 in the job cache, 1000 on the bus"
@@ -130,8 +141,7 @@ def test_the_end_counts_say_which_master_did_not_take_every_job() -> None:
     off.ended_by = "all expected returns arrived"
     off.submit_errors = ["test.sleep: Salt request timed out. The master is busy."]
     off.unbooked_jobs, off.unbooked_returns = 3, 2500
-    lines = report_lines([_limiter_on(), off], [], StormOptions(minions=10))
-    text = "\n".join(map(str, lines))
+    text = _text([_limiter_on(), off])
     assert (
         "- off #1: off took 39 of 100 jobs (1 submissions failed: "
         "test.sleep: Salt request timed out.); 3 of the jobs whose submission "
@@ -144,7 +154,7 @@ def test_the_end_counts_say_which_master_did_not_take_every_job() -> None:
 def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
     options = StormOptions(jobs=400, variants=("on",), output_name="storm-long-400")
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
-    text = "\n".join(map(str, report_lines([_limiter_on()], decisions, options)))
+    text = _text([_limiter_on()], decisions, options)
     assert (
         "Reproduce: `nox -s bench -- storm --variants on --jobs 400 "
         "--output-name storm-long-400`." in text
@@ -203,7 +213,7 @@ def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> N
     )
     options = StormOptions(consumer_rate=150, slice_min_targets=50)
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
-    text = "\n".join(map(str, report_lines([on], decisions, options)))
+    text = _text([on], decisions, options)
     assert "stores at most 150 events/s in PostgreSQL" in text
     assert "published in slices of at least 50 minions" in text
     assert "## Event consumer" in text
@@ -215,20 +225,14 @@ def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> N
     )
     assert "--slice-min-targets 50" in text
     no_consumer = StormOptions(consumer_rate=0)
-    assert "No event consumer." in "\n".join(
-        map(str, report_lines([_limiter_on()], decisions, no_consumer))
-    )
+    assert "No event consumer." in _text([_limiter_on()], decisions, no_consumer)
 
 
 def test_the_driver_cpu_is_reported_apart_from_the_masters() -> None:
     on = _limiter_on()
     on.master_cpu_s, on.driver_cpu_s = 100.0, 37.0
-    text = "\n".join(
-        str(line) for line in report_lines([on], [], StormOptions(minions=10, jobs=2))
-    )
-    header = next(line for line in text.splitlines() if "master CPU s" in line)
-    row = next(line for line in text.splitlines() if line.startswith("| on #1 | 0 ("))
-    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    text = _text([on], options=StormOptions(minions=10, jobs=2))
+    cells = _cells(text, "master CPU s", "| on #1 | 0 (")
     assert (cells[" master CPU s "], cells[" driver CPU s "]) == (" 100 ", " 37 ")
     # the limiter-on master's exempt MWorker is one of the same four
     assert "beside the 3 of the default pool" in text
@@ -243,17 +247,9 @@ def test_the_limiter_s_budget_over_the_storm_is_shown_for_the_limiter_only() -> 
     on.samples[-1].budget = 400
     off = VariantResult("off", None, submitted=2)
     off.samples = [_sample(1, {"MWorker default": 400.0})]
-    text = "\n".join(
-        str(line)
-        for line in report_lines([on, off], [], StormOptions(minions=10, jobs=2))
-    )
-    header = next(line for line in text.splitlines() if "budget min" in line)
+    text = _text([on, off], options=StormOptions(minions=10, jobs=2))
     cells = {
-        name: dict(zip(header.split("|"), row.split("|"), strict=True))
-        for name, row in (
-            (name, next(line for line in text.splitlines() if line.startswith(start)))
-            for name, start in (("on", "| on #1 | 0 ("), ("off", "| off #1 | 0 ("))
-        )
+        name: _cells(text, "budget min", f"| {name} #1 | 0 (") for name in ("on", "off")
     }
     assert cells["on"][" budget min / median / max "] == " 100 / 400 / 700 "
     assert cells["off"][" budget min / median / max "] == " - "
