@@ -199,6 +199,13 @@ class VariantResult:
         return self.accepted < self.submitted
 
     @property
+    def returns_handled(self) -> int:
+        """The storm's returns the master handled: those in the job cache,
+        and those of jobs run though their submission failed (work the
+        master did that no submitter knew of), each minion's once."""
+        return self.received_cache + self.unbooked_returns
+
+    @property
     def missing_returns(self) -> int:
         """Expected returns the job cache does not have: lost if the storm
         ran to its end, possibly still on their way if it was cut."""

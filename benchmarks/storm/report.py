@@ -244,7 +244,7 @@ HEADLINE: Final[tuple[tuple[str, Callable[[VariantResult], float | None]], ...]]
     (
         "master CPU ms per return",
         lambda r: (
-            1000 * r.master_cpu_s / r.received_cache if r.received_cache else None
+            1000 * r.master_cpu_s / r.returns_handled if r.returns_handled else None
         ),
     ),
     ("master PSS peak MiB", lambda r: r.peak_pss_mb),
@@ -274,8 +274,9 @@ def _headline(results: list[VariantResult]) -> list[Any]:
         "median (its storm time is the cap, not what the storm needed); "
         "completed pings are those every target answered within the timeout, "
         "so their times never include the timeout; master CPU per return "
-        "divides the master's CPU seconds over the storm by the returns in its "
-        "job cache.",
+        "divides the master's CPU seconds over the storm by the storm's returns "
+        "it handled: those in its job cache, and those of jobs run though "
+        "their submission failed (see End counts).",
         "",
     ]
 

@@ -271,3 +271,19 @@ def test_the_headline_is_the_median_of_the_runs_with_their_range() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| off |"))
     # the cut run is counted, and left out of the medians: 1800 s is the cap
     assert row.startswith("| off | 4 (1 cut) | - | - | - | 200.0 (100.0-300.0) |")
+
+
+def test_cpu_per_return_counts_the_returns_of_jobs_nobody_was_told_ran() -> None:
+    """A master that ran jobs whose submission had timed out spent its CPU
+    on their returns too: they are in the divisor, or its CPU per return
+    looks three times what it was."""
+    from benchmarks.storm.report import _headline
+
+    off = VariantResult("off", None, expected_returns=27, received_cache=27)
+    off.ended_by = "all expected returns arrived"
+    off.master_cpu_s = 2.0
+    off.unbooked_jobs, off.unbooked_returns = 1, 53
+    text = "\n".join(map(str, _headline([off])))
+    row = next(line for line in text.splitlines() if line.startswith("| off |"))
+    # 2 s over 27 + 53 returns
+    assert "| 25.0 |" in row
