@@ -66,6 +66,9 @@ class Sample:
     budget: int = 0
     #: master PSS (MiB) per process role (proctree.role)
     pss_by_role: dict[str, float] = field(default_factory=dict)
+    #: returns of jobs whose submission failed, per second (the bus's; not
+    #: in returns_per_s)
+    unbooked_per_s: float = 0.0
 
 
 @dataclass
@@ -300,6 +303,16 @@ def _job_event(event: Any) -> _JobEvent | None:
     return None
 
 
+def _storm_return(item: _JobEvent) -> bool:
+    """Whether ``item`` is a return of one of the storm's functions."""
+    data = item.event.data
+    return (
+        item.minion is not None
+        and isinstance(data, dict)
+        and data.get("fun") in STORM_FUNCTIONS
+    )
+
+
 def _stamp_age(event: Any) -> float | None:
     stamp = event.data.get("_stamp")
     if not isinstance(stamp, str):
@@ -324,6 +337,10 @@ class JobBook:
         self.jobs: dict[str, JobTrack] = {}
         self.limited = False
         self._pending: dict[str, list[_JobEvent]] = {}  # seen before the job
+        #: storm-function return events (every copy) that came under a jid
+        #: not booked when they came: of jobs run though their submission
+        #: failed (see unbooked); the sampler's unbooked_per_s
+        self.unbooked_seen = 0
 
     def add(self, track: JobTrack) -> None:
         """Book an accepted job (published at once without a limiter) and apply
@@ -359,6 +376,7 @@ class JobBook:
         if track is None:
             if item.outcome is not None or item.jid.isdigit():
                 self._pending.setdefault(item.jid, []).append(item)
+                self.unbooked_seen += _storm_return(item)
             return 0
         received = item.event.received
         if item.minion is not None:
@@ -396,10 +414,7 @@ class JobBook:
         with self.lock:
             for jid, items in self._pending.items():
                 for item in items:
-                    if item.minion is None:
-                        continue
-                    data = item.event.data
-                    if isinstance(data, dict) and data.get("fun") in STORM_FUNCTIONS:
+                    if item.minion is not None and _storm_return(item):
                         found.setdefault(jid, set()).add(item.minion)
         return found
 

@@ -1,4 +1,4 @@
-"""The storm's plots, one line per variant: the timeline (six panels over
+"""The storm's plots, one line per variant: the timeline (the panels over
 time and the presence pings) as ``results/<name>-timeline.png``, and the
 event consumer's backlog and memory as ``results/<name>-consumer.png``."""
 
@@ -20,6 +20,7 @@ PANELS: Final[tuple[tuple[str, Callable[[Sample], float | None]], ...]] = (
     ("points held (ledger)", lambda s: s.master_points),
     ("limiter budget (points)", lambda s: s.budget if s.budget > 0 else None),
     ("returns / s (bus)", lambda s: s.returns_per_s),
+    ("returns / s, jobs whose\nsubmission failed (bus)", lambda s: s.unbooked_per_s),
     ("bus delay of returns (s)", lambda s: s.bus_delay_s),
 )
 
@@ -28,7 +29,7 @@ def timeline_plot(results: list[VariantResult], name: str) -> Path:
     """The panels and the pings, saved as ``results/<name>-timeline.png``."""
     plt = report.pyplot()
 
-    fig, axes = plt.subplots(len(PANELS) + 1, 1, figsize=(9, 16), dpi=100, sharex=True)
+    fig, axes = plt.subplots(len(PANELS) + 1, 1, figsize=(9, 18), dpi=100, sharex=True)
     for ax, (title, value) in zip(axes[:-1], PANELS, strict=True):
         _panel(ax, title, value, results)
     _pings_panel(axes[-1], results)

@@ -179,9 +179,11 @@ class StormRun:
         last_sent = int(self._fleet_status().get("returns_sent") or 0)
         max_points = 0
         taken = 0
+        last_unbooked = 0
         while not self._stop.wait(SAMPLE_EVERY_S):
             events, position = self.listener.since(position)
             returns, ages = self.book.feed(events)
+            unbooked = self.book.unbooked_seen
             now = time.monotonic()
             sent = int(self._fleet_status().get("returns_sent") or 0)
             state = self.probe.state() if self.limiter is not None else IDLE
@@ -200,11 +202,12 @@ class StormRun:
                 master_points=state.points,
                 max_minion_points=max_points,
                 budget=state.budget,
+                unbooked_per_s=(unbooked - last_unbooked) / (now - last),
             )
             with self.lock:
                 self.result.samples.append(sample)
             taken += 1
-            last, last_sent = now, sent
+            last, last_sent, last_unbooked = now, sent, unbooked
 
     def _pinger(self, pool: ThreadPoolExecutor) -> None:
         """Once a second a presence ping to the next minions, unless

@@ -118,6 +118,7 @@ def test_a_job_whose_submission_failed_but_ran_is_found_by_its_returns():
         "20261126010000000002": {"c"},
     }
     assert book.received_total() == 1  # they are no storm job's returns
+    assert book.unbooked_seen == 4  # every copy, as the sampler's rate counts
     # booked late (the submitter's answer came after its return): not unbooked
     book.add(JobTrack("20261126010000000002", "test.sleep", targets=1, accepted=9.0))
     assert set(book.unbooked()) == {"20261126010000000001"}
