@@ -203,7 +203,10 @@ def tuned_options(worker_threads: int) -> dict[str, Any]:
     """The master options an operator who read 3008.3's documentation would
     set against a storm of jobs on pristine 3008.3: asynchronous MWorkers and
     a worker pool of its own for ``publish`` requests (3008.3 routes pools by
-    request command), ``worker_threads`` MWorkers in all."""
+    request command), ``worker_threads`` MWorkers in all. ``key_cache:
+    sched`` is left out: on 3008.3 it has no effect over ZeroMQ (the
+    maintenance process writes the cache where ``Key.list_keys`` does not
+    look for it; ``docs/upstream/sep-rate-limiting.md``)."""
     return {
         "master_async_mworker": True,
         "worker_pools": {
