@@ -44,6 +44,7 @@ from benchmarks.load.summary import (
 )
 from benchmarks.load.traffic import PASSWORD_ENV
 from benchmarks.salt_trees import (
+    EXEMPT_POOL,
     MASTER_MWORKERS,
     extract_pristine,
     rotated,
@@ -137,7 +138,7 @@ class LoadSettings:
     #: rate_limiting:max_queue of the limiter-on master (Salt's default)
     max_queue: int = field(default_factory=lambda: RateLimiting().max_queue)
     #: MWorkers of the limiter-on master's pool for the exempt functions; 0: none
-    exempt_pool: int = 1
+    exempt_pool: int = EXEMPT_POOL
     #: rate_limiting:exempt of the limiter-on master; None: Salt's list
     exempt: tuple[str, ...] | None = None
     #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices

@@ -39,7 +39,7 @@ def test_slices_and_exempt_pool_can_be_turned_off() -> None:
 def test_the_report_names_the_limiter_settings() -> None:
     text = run._limits(_settings("--slice-min-targets", "50"))
     assert "slices of at least 50 minions" in text
-    assert "1 MWorker" in text
+    assert "2 MWorker" in text
 
 
 def test_exempt_functions_bypass_the_queue_and_go_to_the_exempt_pool() -> None:

@@ -11,6 +11,7 @@ import argparse
 import pytest
 
 from benchmarks import options
+from benchmarks.salt_trees import EXEMPT_POOL
 from benchmarks.storm.options import (
     COMMAND,
     StormOptions,
@@ -37,7 +38,7 @@ def test_reproduce_names_only_the_options_that_differ_from_the_defaults() -> Non
         "decide_calls": 20000,
         "variants": ("on", "off"),
         "max_master_jobs": 2000,
-        "exempt_pool": 1,
+        "exempt_pool": EXEMPT_POOL,
     }
     assert StormOptions(**defaults).reproduce_command() == "nox -s bench -- storm"
     changed = dict(
@@ -123,7 +124,7 @@ def test_the_limiter_on_master_gets_the_options_rate_limiting() -> None:
 
 def test_publishing_in_slices_reaches_only_the_limiter_on_masters_settings() -> None:
     plain = StormOptions().limiter_master_options(4)
-    assert plain == StormOptions().rate_limiting().master_options(3)
+    assert plain == StormOptions().rate_limiting().master_options(4 - EXEMPT_POOL)
     # Salt's target_delay, read from Salt
     assert plain["rate_limiting"]["slices"] == {"min_targets": 100, "target_delay": 2}
     fixed = StormOptions(slice_target_delay=0).limiter_master_options(4)
