@@ -62,14 +62,25 @@ def restart_master(ctx: TourContext, limits: RateLimiting | None) -> float:
         master.settings.extra.update(limits.master_options())
     master.start()
     expected = set(ctx.all_minions())
+    last_error: list[str] = []
 
     def everyone_back() -> bool:
-        return set(ctx.stack.cmd("*", "test.ping", timeout=10)) >= expected
+        # A master still starting may not answer a publication within its
+        # wait, and LocalClient sends a publication once: ask again.
+        try:
+            return set(ctx.stack.cmd("*", "test.ping", timeout=10)) >= expected
+        except (
+            salt.exceptions.SaltClientError,
+            salt.exceptions.SaltReqTimeoutError,
+        ) as exc:
+            last_error[:] = [str(exc).split(".", 1)[0]]
+            return False
 
     if not wait_until(everyone_back, timeout=RECONNECT_TIMEOUT, interval=1):
         raise ScenarioFailed(
             f"after the master restart not every minion answered within "
             f"{RECONNECT_TIMEOUT:.0f}s"
+            + (f" (last: {last_error[0]})" if last_error else "")
         )
     return time.monotonic() - began
 
