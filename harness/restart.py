@@ -123,41 +123,48 @@ def restart_master(
         timeout=RESTART_TIMEOUT,
         what=f"listening on ret_port {port}",
     )
-    return process.pid, _wait_for_minions(conf_path, config, RECONNECT_TIMEOUT, say)
-
-
-def _wait_for_minions(
-    conf_path: Path,
-    config: Mapping[str, Any],
-    timeout: float,
-    say: Callable[[str], None] | None = None,
-) -> list[str]:
-    """Wait until every accepted minion answers a ping again (they sign in
-    anew with the restarted master); return the ids still silent after
-    ``timeout``."""
-    import salt.client
-    import salt.exceptions
-
     accepted_dir = Path(config["pki_dir"]) / "minions"
     accepted = (
         sorted(p.name for p in accepted_dir.iterdir()) if accepted_dir.is_dir() else []
     )
+    return process.pid, wait_for_minions(conf_path, accepted, RECONNECT_TIMEOUT, say)
+
+
+def wait_for_minions(
+    conf_path: Path,
+    minions: list[str],
+    timeout: float,
+    say: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Wait until each of ``minions`` answers a ping of the master configured
+    in ``conf_path`` (after a restart they sign in anew); return those still
+    silent after ``timeout``. ``say`` hears how many answered, every 10 s
+    while some are silent.
+
+    A master just started on a busy machine may refuse a publication or not
+    answer it within the client's wait, and a LocalClient sends a publication
+    once: it is asked again until the deadline.
+    """
+    import salt.client
+    import salt.exceptions
+
     started = told = time.monotonic()
     deadline = started + timeout
-    silent = accepted
+    silent = list(minions)
     while silent and time.monotonic() < deadline:
         if say is not None and time.monotonic() - told >= PROGRESS_EVERY:
             told = time.monotonic()
             say(
-                f"  {len(accepted) - len(silent)} of {len(accepted)} minions answer "
+                f"  {len(minions) - len(silent)} of {len(minions)} minions answer "
                 f"again, {told - started:.0f}s ..."
             )
         client = salt.client.LocalClient(c_path=str(conf_path))
         try:
             answered = client.cmd(silent, "test.ping", tgt_type="list", timeout=5)
-        except salt.exceptions.SaltClientError:
-            # a master just started on a busy machine may not take the
-            # publication yet: ask again until the deadline
+        except (
+            salt.exceptions.SaltClientError,
+            salt.exceptions.SaltReqTimeoutError,
+        ):
             answered = {}
             time.sleep(1)
         finally:

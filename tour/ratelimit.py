@@ -25,6 +25,7 @@ from harness.ratelimit import (
     listener_outcomes,
     outcome_problems,
 )
+from harness.restart import wait_for_minions
 from tour import plots
 from tour.context import TourContext
 from tour.options import storm_limits
@@ -61,26 +62,15 @@ def restart_master(ctx: TourContext, limits: RateLimiting | None) -> float:
     if limits is not None:
         master.settings.extra.update(limits.master_options())
     master.start()
-    expected = set(ctx.all_minions())
-    last_error: list[str] = []
-
-    def everyone_back() -> bool:
-        # A master still starting may not answer a publication within its
-        # wait, and LocalClient sends a publication once: ask again.
-        try:
-            return set(ctx.stack.cmd("*", "test.ping", timeout=10)) >= expected
-        except (
-            salt.exceptions.SaltClientError,
-            salt.exceptions.SaltReqTimeoutError,
-        ) as exc:
-            last_error[:] = [str(exc).split(".", 1)[0]]
-            return False
-
-    if not wait_until(everyone_back, timeout=RECONNECT_TIMEOUT, interval=1):
+    silent = wait_for_minions(
+        master.settings.conf_file, ctx.all_minions(), RECONNECT_TIMEOUT
+    )
+    if silent:
         raise ScenarioFailed(
-            f"after the master restart not every minion answered within "
-            f"{RECONNECT_TIMEOUT:.0f}s"
-            + (f" (last: {last_error[0]})" if last_error else "")
+            f"after the master restart {len(silent)} minion(s) did not answer "
+            f"within {RECONNECT_TIMEOUT:.0f}s ({', '.join(silent[:3])}"
+            + (", ..." if len(silent) > 3 else "")
+            + ")"
         )
     return time.monotonic() - began
 
