@@ -213,7 +213,8 @@ def tuned_options(worker_threads: int) -> dict[str, Any]:
     request command), ``worker_threads`` MWorkers in all. ``key_cache:
     sched`` is left out: on 3008.3 it has no effect over ZeroMQ (the
     maintenance process writes the cache where ``Key.list_keys`` does not
-    look for it; ``docs/upstream/sep-rate-limiting.md``)."""
+    look for it; ``docs/upstream/sep-rate-limiting.md``; the series'
+    PR V fixes it)."""
     return {
         "master_async_mworker": True,
         "worker_pools": {
