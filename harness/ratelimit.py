@@ -96,6 +96,9 @@ class RateLimiting:
     #: MWorkers of a worker pool of their own for the exempt functions'
     #: publications and returns (``worker_pools:<pool>:functions``); 0: none
     exempt_pool_workers: int = 0
+    #: publications naming at most this many minions by id also go to the
+    #: exempt pool (``worker_pools:<pool>:max_targets``); 0: none
+    exempt_pool_max_targets: int = 0
     #: publish big jobs in slices under one jid (``rate_limiting:slices``)
     slices: bool = False
     #: smallest slice (``slices:min_targets``); None: Salt's default
@@ -109,6 +112,8 @@ class RateLimiting:
     slice_target_delay: float | None = None
 
     def __post_init__(self) -> None:
+        if self.exempt_pool_max_targets and not self.exempt_pool_workers:
+            raise ValueError("exempt_pool_max_targets needs an exempt pool")
         if not self.slices and (
             self.slice_min_targets is not None
             or self.slice_backlog is not None
@@ -156,11 +161,14 @@ class RateLimiting:
             settings["slices"] = self.slices_option()
         options: dict[str, Any] = {"rate_limiting": settings}
         if self.exempt_pool_workers:
+            exempt_pool: dict[str, Any] = {
+                "worker_count": self.exempt_pool_workers,
+                "functions": self.exempt_functions(),
+            }
+            if self.exempt_pool_max_targets:
+                exempt_pool["max_targets"] = self.exempt_pool_max_targets
             options["worker_pools"] = {
-                EXEMPT_POOL: {
-                    "worker_count": self.exempt_pool_workers,
-                    "functions": self.exempt_functions(),
-                },
+                EXEMPT_POOL: exempt_pool,
                 "default": {"worker_count": worker_threads, "commands": ["*"]},
             }
         return options

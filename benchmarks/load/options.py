@@ -67,6 +67,15 @@ class LoadOptions(MasterComparison):
         "saltutil.running are always exempt (default: Salt's list)",
         metavar="FUN[,FUN...]",
     )
+    exempt_pool_targets: int = option(
+        1,
+        non_negative,
+        "publications naming at most this many minions by id (a list, or a "
+        "glob without wildcards: the console's one-minion reads) go to the "
+        "exempt pool of the limiter-on and pools masters, if they have one "
+        "(worker_pools:<pool>:max_targets); 0: none",
+        metavar="N",
+    )
     submissions: int = option(
         200,
         non_negative,

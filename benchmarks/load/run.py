@@ -141,6 +141,9 @@ class LoadSettings:
     exempt_pool: int = EXEMPT_POOL
     #: rate_limiting:exempt of the limiter-on master; None: Salt's list
     exempt: tuple[str, ...] | None = None
+    #: publications naming at most this many minions also go to the exempt
+    #: pool (worker_pools:<pool>:max_targets); 0: none
+    exempt_pool_targets: int = 1
     #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices
     slice_min_targets: int = 100
     #: rate_limiting:slices:target_delay of the limiter-on master; None:
@@ -177,6 +180,8 @@ class LoadSettings:
             max_queue=opts.max_queue,
             exempt_pool=opts.exempt_pool,
             exempt=opts.exempt,
+            # only an exempt pool takes them
+            exempt_pool_targets=opts.exempt_pool_targets if opts.exempt_pool else 0,
             slice_min_targets=opts.slice_min_targets,
             slice_target_delay=opts.slice_target_delay,
             presence_targets=opts.presence_targets,
@@ -469,6 +474,7 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         max_queue=settings.max_queue,
         exempt=settings.exempt,
         exempt_pool_workers=settings.exempt_pool,
+        exempt_pool_max_targets=settings.exempt_pool_targets,
     )
     default_pool = MASTER_MWORKERS - settings.exempt_pool
     options = limits.with_slices(
@@ -627,6 +633,11 @@ def _limits(settings: LoadSettings) -> str:
             f"exempt functions' pool of {settings.exempt_pool} MWorker(s) of the "
             f"{MASTER_MWORKERS} every variant's master has"
         )
+    if settings.exempt_pool_targets:
+        words.append(
+            "publications naming at most "
+            f"{settings.exempt_pool_targets} minion(s) by id routed to that pool"
+        )
     if settings.slice_min_targets:
         limits = RateLimiting().with_slices(
             settings.slice_min_targets, settings.slice_target_delay
@@ -676,9 +687,15 @@ def _describe(variant: str, settings: LoadSettings) -> str:
     if variant == "on":
         return f"on: rate limiting ({_limits(settings)}, Salt's other defaults)"
     if variant == "pools":
+        small = (
+            f", publications to at most {settings.exempt_pool_targets} minion(s) "
+            "named by id routed to it"
+            if settings.exempt_pool_targets
+            else ""
+        )
         return (
             f"pools: limiter on's pools (an exempt pool of {settings.exempt_pool} "
-            "MWorker(s)), no rate limiting"
+            f"MWorker(s){small}), no rate limiting"
         )
     return (
         "tuned: pristine 3008.3 (salt-master and salt-api) with "

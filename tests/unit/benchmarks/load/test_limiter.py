@@ -56,6 +56,24 @@ def test_exempt_functions_bypass_the_queue_and_go_to_the_exempt_pool() -> None:
     )
 
 
+def test_small_publications_go_to_the_exempt_pool_of_on_and_pools() -> None:
+    settings = _settings()  # one minion named by id, by default
+    for variant in ("on", "pools"):
+        pools = run._limiter_options(settings, variant)["worker_pools"]
+        assert pools["exempt"]["max_targets"] == 1
+        assert "max_targets" not in pools["default"]
+    assert "at most 1 minion(s) by id" in run._limits(settings)
+    none = _settings("--exempt-pool-targets", "0")
+    assert "max_targets" not in str(run._limiter_options(none, "on"))
+    assert "by id" not in run._limits(none)
+
+
+def test_without_an_exempt_pool_small_publications_route_by_command() -> None:
+    settings = _settings("--exempt-pool", "0", "--exempt-pool-targets", "3")
+    assert "worker_pools" not in run._limiter_options(settings, "on")
+    assert "by id" not in run._limits(settings)
+
+
 def test_a_bad_exempt_list_is_a_usage_error(capsys) -> None:
     try:
         build_parser().parse_args(["--exempt", "test.ping,,pillar get"])
