@@ -91,6 +91,9 @@ class RateLimiting:
     max_queue: int = _salt_default("max_queue")
     criteria: str = _salt_default("criteria")
     exempt: tuple[str, ...] | None = None
+    #: jobs to at most this many minions bypass the queue
+    #: (``exempt_max_targets``); 0: none
+    exempt_max_targets: int = _salt_default("exempt_max_targets")
     maintenance_interval: float = _salt_default("maintenance_interval")
     long_running: float = _salt_default("long_running")
     #: MWorkers of a worker pool of their own for the exempt functions'
@@ -157,6 +160,8 @@ class RateLimiting:
         }
         if self.exempt is not None:
             settings["exempt"] = list(self.exempt)
+        if self.exempt_max_targets:
+            settings["exempt_max_targets"] = self.exempt_max_targets
         if self.slices:
             settings["slices"] = self.slices_option()
         options: dict[str, Any] = {"rate_limiting": settings}

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Final
 from benchmarks.load.shape import LoadProfile
 from benchmarks.options import (
     BenchOptions,
+    FromSalt,
     option,
     report_name,
 )
@@ -24,6 +25,7 @@ from benchmarks.salt_trees import (
     variants_option,
 )
 from harness.argtypes import function_names, non_negative, port, positive, seconds
+from harness.ratelimit import salt_defaults
 
 #: ``--variants both``, the default (a ``tuned`` load runs salt-api of
 #: pristine 3008.3 too)
@@ -66,6 +68,14 @@ class LoadOptions(MasterComparison):
         "test.ping,pillar.get,pillar.items; saltutil.find_job and "
         "saltutil.running are always exempt (default: Salt's list)",
         metavar="FUN[,FUN...]",
+    )
+    exempt_max_targets: int = option(
+        FromSalt(lambda: salt_defaults()["exempt_max_targets"]),
+        non_negative,
+        "jobs whose target resolves to at most this many minions bypass the "
+        "limiter-on master's queue (rate_limiting:exempt_max_targets; "
+        "default: Salt's, %(default)s, none)",
+        metavar="N",
     )
     exempt_pool_targets: int = option(
         1,

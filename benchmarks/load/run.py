@@ -144,6 +144,10 @@ class LoadSettings:
     #: publications naming at most this many minions also go to the exempt
     #: pool (worker_pools:<pool>:max_targets); 0: none
     exempt_pool_targets: int = 1
+    #: rate_limiting:exempt_max_targets of the limiter-on master (Salt's: 0)
+    exempt_max_targets: int = field(
+        default_factory=lambda: RateLimiting().exempt_max_targets
+    )
     #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices
     slice_min_targets: int = 100
     #: rate_limiting:slices:target_delay of the limiter-on master; None:
@@ -182,6 +186,7 @@ class LoadSettings:
             exempt=opts.exempt,
             # only an exempt pool takes them
             exempt_pool_targets=opts.exempt_pool_targets if opts.exempt_pool else 0,
+            exempt_max_targets=opts.exempt_max_targets,
             slice_min_targets=opts.slice_min_targets,
             slice_target_delay=opts.slice_target_delay,
             presence_targets=opts.presence_targets,
@@ -475,6 +480,7 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         exempt=settings.exempt,
         exempt_pool_workers=settings.exempt_pool,
         exempt_pool_max_targets=settings.exempt_pool_targets,
+        exempt_max_targets=settings.exempt_max_targets,
     )
     default_pool = MASTER_MWORKERS - settings.exempt_pool
     options = limits.with_slices(
@@ -632,6 +638,11 @@ def _limits(settings: LoadSettings) -> str:
         words.append(
             f"exempt functions' pool of {settings.exempt_pool} MWorker(s) of the "
             f"{MASTER_MWORKERS} every variant's master has"
+        )
+    if settings.exempt_max_targets:
+        words.append(
+            f"jobs to at most {settings.exempt_max_targets} minion(s) bypass "
+            "the queue (exempt_max_targets)"
         )
     if settings.exempt_pool_targets:
         words.append(

@@ -68,6 +68,16 @@ def test_small_publications_go_to_the_exempt_pool_of_on_and_pools() -> None:
     assert "by id" not in run._limits(none)
 
 
+def test_small_jobs_bypass_the_queue_only_when_asked() -> None:
+    default = run._limiter_options(_settings(), "on")["rate_limiting"]
+    assert "exempt_max_targets" not in default
+    settings = _settings("--exempt-max-targets", "1")
+    limits = run._limiter_options(settings, "on")["rate_limiting"]
+    assert limits["exempt_max_targets"] == 1
+    assert "rate_limiting" not in run._limiter_options(settings, "pools")
+    assert "at most 1 minion(s) bypass the queue" in run._limits(settings)
+
+
 def test_without_an_exempt_pool_small_publications_route_by_command() -> None:
     settings = _settings("--exempt-pool", "0", "--exempt-pool-targets", "3")
     assert "worker_pools" not in run._limiter_options(settings, "on")
