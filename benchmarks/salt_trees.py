@@ -310,3 +310,9 @@ class MasterComparison(BenchOptions):
 
     def __post_init__(self) -> None:
         check_pools(self.variants, self.exempt_pool)
+
+    def rate_limiting(self) -> RateLimiting:
+        """The ``rate_limiting`` of the limiter-on master."""
+        return RateLimiting(
+            max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
+        ).with_slices(self.slice_min_targets, self.slice_target_delay)

@@ -9,7 +9,7 @@ the value into the run's :class:`~benchmarks.load.run.LoadSettings`, and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Final
 
 from benchmarks.load.shape import LoadProfile
@@ -25,7 +25,7 @@ from benchmarks.salt_trees import (
     variants_option,
 )
 from harness.argtypes import function_names, non_negative, port, positive, seconds
-from harness.ratelimit import salt_defaults
+from harness.ratelimit import RateLimiting, salt_defaults
 
 #: ``--variants both``, the default (a ``tuned`` load runs salt-api of
 #: pristine 3008.3 too)
@@ -150,6 +150,18 @@ class LoadOptions(MasterComparison):
         if value == BOTH:
             return "both"
         return BenchOptions.word(value)
+
+    def rate_limiting(self) -> RateLimiting:
+        """The ``rate_limiting`` (and exempt pool) of the limiter-on master:
+        the storm's, with the load's queue, exempt list and small jobs."""
+        return replace(
+            super().rate_limiting(),
+            max_queue=self.max_queue,
+            exempt=self.exempt,
+            exempt_max_targets=self.exempt_max_targets,
+            # only an exempt pool takes them
+            exempt_pool_max_targets=self.exempt_pool_targets if self.exempt_pool else 0,
+        )
 
     def profile(self) -> LoadProfile:
         """The load's shape over time."""

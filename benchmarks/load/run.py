@@ -44,7 +44,6 @@ from benchmarks.load.summary import (
 )
 from benchmarks.load.traffic import PASSWORD_ENV
 from benchmarks.salt_trees import (
-    EXEMPT_POOL,
     MASTER_MWORKERS,
     extract_pristine,
     rotated,
@@ -119,6 +118,13 @@ class LocustWorkers:
         return f"a locust master and {where}"
 
 
+def _default_limits() -> RateLimiting:
+    """The limiter of the load command's defaults (they live in its options)."""
+    from benchmarks.load.options import LoadOptions
+
+    return LoadOptions().rate_limiting()
+
+
 @dataclass(frozen=True)
 class LoadSettings:
     """One load run; defaults are the lead's full-size run."""
@@ -133,26 +139,9 @@ class LoadSettings:
     workers: LocustWorkers = field(default_factory=LocustWorkers)
     #: async-job submissions for the salt-api vs LocalClient comparison; 0: skip
     submissions: int = 200
-    #: rate_limiting:max_master_jobs of the limiter-on master (Salt's default)
-    max_master_jobs: int = field(default_factory=lambda: RateLimiting().max_master_jobs)
-    #: rate_limiting:max_queue of the limiter-on master (Salt's default)
-    max_queue: int = field(default_factory=lambda: RateLimiting().max_queue)
-    #: MWorkers of the limiter-on master's pool for the exempt functions; 0: none
-    exempt_pool: int = EXEMPT_POOL
-    #: rate_limiting:exempt of the limiter-on master; None: Salt's list
-    exempt: tuple[str, ...] | None = None
-    #: publications naming at most this many minions also go to the exempt
-    #: pool (worker_pools:<pool>:max_targets); 0: none
-    exempt_pool_targets: int = 1
-    #: rate_limiting:exempt_max_targets of the limiter-on master (Salt's: 0)
-    exempt_max_targets: int = field(
-        default_factory=lambda: RateLimiting().exempt_max_targets
-    )
-    #: rate_limiting:slices:min_targets of the limiter-on master; 0: no slices
-    slice_min_targets: int = 100
-    #: rate_limiting:slices:target_delay of the limiter-on master; None:
-    #: Salt's; 0: null, a fixed budget of max_master_jobs
-    slice_target_delay: float | None = None
+    #: the limiter-on master's ``rate_limiting`` and exempt pool (its MWorkers
+    #: are taken from :data:`MASTER_MWORKERS`); ``pools`` has its worker pools
+    limits: RateLimiting = field(default_factory=_default_limits)
     presence_targets: int = 10
     group_size: int = 50
     #: where salt-api listens: another address of this machine for workers elsewhere
@@ -180,15 +169,7 @@ class LoadSettings:
                 port=opts.master_port,
             ),
             submissions=opts.submissions,
-            max_master_jobs=opts.max_master_jobs,
-            max_queue=opts.max_queue,
-            exempt_pool=opts.exempt_pool,
-            exempt=opts.exempt,
-            # only an exempt pool takes them
-            exempt_pool_targets=opts.exempt_pool_targets if opts.exempt_pool else 0,
-            exempt_max_targets=opts.exempt_max_targets,
-            slice_min_targets=opts.slice_min_targets,
-            slice_target_delay=opts.slice_target_delay,
+            limits=opts.rate_limiting(),
             presence_targets=opts.presence_targets,
             group_size=opts.group_size,
             api_host=opts.api_host,
@@ -474,18 +455,8 @@ def _limiter_options(settings: LoadSettings, variant: str) -> dict[str, Any]:
         return {}
     if variant == "tuned":
         return tuned_options(MASTER_MWORKERS)
-    limits = RateLimiting(
-        max_master_jobs=settings.max_master_jobs,
-        max_queue=settings.max_queue,
-        exempt=settings.exempt,
-        exempt_pool_workers=settings.exempt_pool,
-        exempt_pool_max_targets=settings.exempt_pool_targets,
-        exempt_max_targets=settings.exempt_max_targets,
-    )
-    default_pool = MASTER_MWORKERS - settings.exempt_pool
-    options = limits.with_slices(
-        settings.slice_min_targets, settings.slice_target_delay
-    ).master_options(default_pool)
+    limits = settings.limits
+    options = limits.master_options(MASTER_MWORKERS - limits.exempt_pool_workers)
     if variant == "pools":
         return {"worker_pools": options["worker_pools"]}
     return options
@@ -627,37 +598,39 @@ def _load(
 
 
 def _limits(settings: LoadSettings) -> str:
+    limits = settings.limits
     words = [
-        f"max_master_jobs {settings.max_master_jobs}",
-        f"max_queue {settings.max_queue}",
+        f"max_master_jobs {limits.max_master_jobs}",
+        f"max_queue {limits.max_queue}",
     ]
-    if settings.exempt is not None:
-        exempt = RateLimiting(exempt=settings.exempt).exempt_functions()
-        words.append(f"exempt: {', '.join(exempt)}")
-    if settings.exempt_pool:
+    if limits.exempt is not None:
+        words.append(f"exempt: {', '.join(limits.exempt_functions())}")
+    if limits.exempt_pool_workers:
         words.append(
-            f"exempt functions' pool of {settings.exempt_pool} MWorker(s) of the "
-            f"{MASTER_MWORKERS} every variant's master has"
+            f"exempt functions' pool of {limits.exempt_pool_workers} MWorker(s) "
+            f"of the {MASTER_MWORKERS} every variant's master has"
         )
-    if settings.exempt_max_targets:
+    if limits.exempt_max_targets:
         words.append(
-            f"jobs to at most {settings.exempt_max_targets} minion(s) bypass "
+            f"jobs to at most {limits.exempt_max_targets} minion(s) bypass "
             "the queue (exempt_max_targets)"
         )
-    if settings.exempt_pool_targets:
+    if limits.exempt_pool_max_targets:
+        words.append(_small_publications(limits, "that pool"))
+    if limits.slices:
         words.append(
-            "publications naming at most "
-            f"{settings.exempt_pool_targets} minion(s) by id routed to that pool"
-        )
-    if settings.slice_min_targets:
-        limits = RateLimiting().with_slices(
-            settings.slice_min_targets, settings.slice_target_delay
-        )
-        words.append(
-            f"slices of at least {settings.slice_min_targets} minions, "
+            f"slices of at least {limits.slice_min_targets} minions, "
             + limits.describe_budget()
         )
     return ", ".join(words)
+
+
+def _small_publications(limits: RateLimiting, pool: str) -> str:
+    """What ``worker_pools:<pool>:max_targets`` routes, for a report."""
+    return (
+        f"publications naming at most {limits.exempt_pool_max_targets} "
+        f"minion(s) by id routed to {pool}"
+    )
 
 
 def _setup_lines(settings: LoadSettings) -> list[str]:
@@ -698,15 +671,15 @@ def _describe(variant: str, settings: LoadSettings) -> str:
     if variant == "on":
         return f"on: rate limiting ({_limits(settings)}, Salt's other defaults)"
     if variant == "pools":
+        limits = settings.limits
         small = (
-            f", publications to at most {settings.exempt_pool_targets} minion(s) "
-            "named by id routed to it"
-            if settings.exempt_pool_targets
+            f", {_small_publications(limits, 'it')}"
+            if limits.exempt_pool_max_targets
             else ""
         )
         return (
-            f"pools: limiter on's pools (an exempt pool of {settings.exempt_pool} "
-            f"MWorker(s){small}), no rate limiting"
+            "pools: limiter on's pools (an exempt pool of "
+            f"{limits.exempt_pool_workers} MWorker(s){small}), no rate limiting"
         )
     return (
         "tuned: pristine 3008.3 (salt-master and salt-api) with "

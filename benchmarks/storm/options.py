@@ -24,7 +24,6 @@ from benchmarks.salt_trees import (
     tuned_options,
 )
 from harness.argtypes import positive, positive_seconds, rate
-from harness.ratelimit import RateLimiting
 
 #: ``--variants both``: what a storm runs by default, in this order
 BOTH: Final = ON_THEN_OFF
@@ -81,12 +80,6 @@ class StormOptions(MasterComparison):
         "NAME-timeline.png, NAME-consumer.png, NAME.json",
         metavar="NAME",
     )
-
-    def rate_limiting(self) -> RateLimiting:
-        """The ``rate_limiting`` of the limiter-on master."""
-        return RateLimiting(
-            max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
-        ).with_slices(self.slice_min_targets, self.slice_target_delay)
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:

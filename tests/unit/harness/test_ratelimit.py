@@ -223,7 +223,7 @@ def test_defaults_are_read_from_salt_not_restated(monkeypatch) -> None:
     monkeypatch.setattr(config, "DEFAULT_RATE_LIMITING", changed)
     assert (RateLimiting().max_master_jobs, RateLimiting().max_queue) == (1234, 56)
     settings = LoadSettings()
-    assert (settings.max_master_jobs, settings.max_queue) == (1234, 56)
+    assert (settings.limits.max_master_jobs, settings.limits.max_queue) == (1234, 56)
     args = build_parser().parse_args([])
     assert (args.max_master_jobs, args.max_queue) == (1234, 56)
     from benchmarks.load.options import LoadOptions

@@ -113,7 +113,7 @@ def test_the_options_make_the_runs_settings() -> None:
     assert (settings.profile.users, settings.profile.ramp_s) == (5, 0)
     assert settings.workers.local == 2
     assert settings.variants == ("off", "on")
-    assert settings.exempt is None  # Salt's own list
+    assert settings.limits.exempt is None  # Salt's own list
 
 
 @pytest.mark.parametrize(
