@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -249,3 +250,44 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
         return "(no log written)"
     tail = text.rstrip().splitlines()[-lines:]
     return "\n".join(f"    {line}" for line in tail) or "(log is empty)"
+
+
+def remove_tree(
+    root: Path,
+    say: Callable[[str], None] = print,
+    settle_s: float = 2.0,
+) -> None:
+    """Remove ``root``, a stopped stack's directory, and make sure it stays gone.
+
+    Load runs left an empty ``<root>/master/cache/master`` behind now and
+    then: something of the stopped stack made it again after the removal.
+    The directory is removed once more when it comes back within
+    ``settle_s``, and what is still using it is named, so that the process
+    that writes after its stop can be found.
+    """
+    shutil.rmtree(root, ignore_errors=True)
+    deadline = time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if not root.exists():
+            continue
+        found = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+        users = _processes_using(root)
+        say(
+            f"{root} came back after its removal ({', '.join(found) or 'empty'}); "
+            f"processes using it: {', '.join(users) or 'none left'}"
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _processes_using(root: Path) -> list[str]:
+    """``name[pid]`` of the processes whose working directory or open files
+    are below ``root``."""
+    prefix = str(root) + os.sep
+    users = []
+    for proc in psutil.process_iter(["pid", "name"]):
+        with contextlib.suppress(psutil.Error):
+            paths = [proc.cwd(), *(f.path for f in proc.open_files())]
+            if any(p.startswith(prefix) for p in paths):
+                users.append(f"{proc.info['name']}[{proc.info['pid']}]")
+    return users

@@ -50,7 +50,7 @@ from benchmarks.salt_trees import (
     tuned_options,
 )
 from harness.errors import HarnessError
-from harness.processes import ManagedProcess
+from harness.processes import ManagedProcess, remove_tree
 from harness.ratelimit import QueueProbe, RateLimiting
 
 if TYPE_CHECKING:
@@ -518,7 +518,7 @@ def run_variant(
         return result
     finally:
         # PostgreSQL's data and the master's keys; the logs are in out_dir
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root, lambda line: print(f"[{variant}] {line}", flush=True))
 
 
 def _ca_option(ca_file: str | None) -> list[str]:
