@@ -13,7 +13,12 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmarks.salt_trees import MASTER_MWORKERS, extract_pristine, rotated
+from benchmarks.salt_trees import (
+    MASTER_MWORKERS,
+    PROJECT_ROOT,
+    extract_pristine,
+    rotated,
+)
 from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
@@ -27,6 +32,10 @@ from harness.consumer import ConsumerSettings
 
 if TYPE_CHECKING:
     from harness.stack import Stack
+
+#: the daemons' logs of every run, per report name, replaced by the next storm
+#: of that name
+LOGS_ROOT = PROJECT_ROOT / ".saltfleet" / "storm"
 
 
 def run(options: StormOptions) -> Path:
@@ -46,6 +55,9 @@ def run(options: StormOptions) -> Path:
     )
     cache_keys(options.minions)
     results = []
+    logs = LOGS_ROOT / options.output_name
+    shutil.rmtree(logs, ignore_errors=True)  # the previous storm's
+    print(f"daemon logs in {logs}", flush=True)
     with tempfile.TemporaryDirectory(prefix="saltfleet-storm-") as tmp:
         work = Path(tmp)
         work.chmod(0o755)
@@ -61,7 +73,7 @@ def run(options: StormOptions) -> Path:
                     flush=True,
                 )
                 tree = pristine if name == "tuned" else None
-                results.append(run_variant(name, options, work, tree, run_no))
+                results.append(run_variant(name, options, work, tree, run_no, logs))
     return write_report(results, decisions, options)
 
 
@@ -71,14 +83,19 @@ def run_variant(
     workdir: Path,
     salt_tree: Path | None = None,
     run_no: int = 1,
+    logs: Path | None = None,
 ) -> VariantResult:
     """Run ``run_no`` of one variant on a stack of its own under ``workdir``
     (removed after it); its master runs the ``salt`` in ``salt_tree`` if one
-    is given (the installed one else)."""
+    is given (the installed one else). The daemons' logs are kept in
+    ``logs/<variant>-<run_no>`` if ``logs`` is given."""
     limiter = options.rate_limiting() if name == "on" else None
     consumer = consumer_settings(name, options)
     stack_root = workdir / f"stack-{name}-{run_no}"
-    with _fleet_stack(name, options, stack_root, consumer, salt_tree) as stack:
+    logs_dir = logs / f"{name}-{run_no}" if logs is not None else None
+    with _fleet_stack(
+        name, options, stack_root, consumer, salt_tree, logs_dir
+    ) as stack:
         result = StormRun(name, limiter, options, stack, consumer, run_no).run()
     shutil.rmtree(stack_root, ignore_errors=True)
     return result
@@ -98,9 +115,11 @@ def _fleet_stack(
     root: Path,
     consumer: ConsumerSettings | None,
     salt_tree: Path | None,
+    logs_dir: Path | None = None,
 ) -> Stack:
     """Variant ``name``'s master (the consumer engine on it, the ``salt`` of
-    ``salt_tree`` if given) and the fleet, unstarted."""
+    ``salt_tree`` if given) and the fleet, unstarted; their logs are copied
+    into ``logs_dir`` when the stack stops, if given."""
     from harness.fleet import (
         DEFAULT_EXEMPT_FUNCTIONS,
         FleetConfig,
@@ -137,4 +156,5 @@ def _fleet_stack(
         worker_threads=MASTER_MWORKERS,
         consumer=consumer,
         master_salt_tree=salt_tree,
+        logs_dir=logs_dir,
     )
