@@ -150,6 +150,9 @@ class VariantResult:
     rejected: int = 0
     submit_errors: list[str] = field(default_factory=list)
     submit_s: float = 0.0
+    #: from the first submission to the last return (to the cut, for a run
+    #: cut short): a run that ended when no return came for a while does not
+    #: count that wait
     storm_s: float = 0.0
     ended_by: str = ""
     outcomes: Counter[str] = field(default_factory=Counter)
@@ -341,6 +344,9 @@ class JobBook:
         #: not booked when they came: of jobs run though their submission
         #: failed (see unbooked); the sampler's unbooked_per_s
         self.unbooked_seen = 0
+        #: when the last new return of a booked job came (Event.received's
+        #: clock); None before the first
+        self.last_return: float | None = None
 
     def add(self, track: JobTrack) -> None:
         """Book an accepted job (published at once without a limiter) and apply
@@ -384,6 +390,7 @@ class JobBook:
                 track.duplicates += 1
                 return 0
             track.returned.add(item.minion)
+            self.last_return = max(received, self.last_return or received)
             if track.fully_published and len(track.returned) >= track.expected:
                 track.completed = received
             return 1

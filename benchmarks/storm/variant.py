@@ -83,6 +83,17 @@ def _max_minion_points(probe: QueueProbe, previous: int) -> int:
     return max(held.values(), default=0)
 
 
+def storm_seconds(
+    elapsed: float, last_return: float | None, started_at: float, *, cut: bool
+) -> float:
+    """A run's duration: ``elapsed`` if it was ``cut`` short or saw no
+    return, else until its last return (``last_return`` and ``started_at``
+    on the wall clock), without the quiet wait that ended it."""
+    if cut or last_return is None:
+        return elapsed
+    return min(elapsed, max(0.0, last_return - started_at))
+
+
 class StormRun:
     """One variant's storm on a started stack: the sampler, the pinger, the
     submitters and what they record, under one lock."""
@@ -155,7 +166,12 @@ class StormRun:
                 ended_by = self._wait_for_the_end()
                 with self.lock:
                     self.result.ended_by = ended_by
-                    self.result.storm_s = time.monotonic() - self._started
+                    self.result.storm_s = storm_seconds(
+                        time.monotonic() - self._started,
+                        self.book.last_return,
+                        self._started_at,
+                        cut=self.result.cut,
+                    )
             finally:
                 # also on Ctrl-C or SIGTERM: the pinger must stop submitting
                 # before the pool shuts down under it

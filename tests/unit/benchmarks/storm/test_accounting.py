@@ -58,6 +58,16 @@ def test_without_the_limiter_a_job_is_in_flight_until_every_target_returned():
     assert (book.expected_total(), book.received_total()) == (2, 2)
 
 
+def test_the_book_knows_when_its_last_new_return_came():
+    book = JobBook()
+    assert book.last_return is None
+    book.add(JobTrack("1", "test.sleep", targets=2, accepted=10.0))
+    book.feed([_ret("1", "a", at=110.0), _ret("other", "b", at=130.0)])
+    assert book.last_return == 110.0  # an unbooked job's return does not count
+    book.feed([_ret("1", "b", at=120.0), _ret("1", "b", at=140.0)])
+    assert book.last_return == 120.0  # nor does a duplicate
+
+
 def test_with_the_limiter_a_queued_job_expects_nothing_until_published():
     book = JobBook()
     book.limited = True

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks.storm.accounting import PING_MAX_OUTSTANDING
 from benchmarks.storm.options import StormOptions
-from benchmarks.storm.variant import StormRun
+from benchmarks.storm.variant import StormRun, storm_seconds
 
 
 class _Client:
@@ -80,3 +80,13 @@ def test_every_pinger_thread_has_its_client_before_the_clock_starts(
             pool.submit(storm._one_ping, float(tick), ["m1"]).result()
         assert len(stack.clients) == PING_MAX_OUTSTANDING
     assert all(client.destroyed for client in stack.clients)
+
+
+def test_a_storm_that_ended_quiet_lasts_until_its_last_return() -> None:
+    # 60 s without a return ended it: those 60 s are not the storm's
+    assert storm_seconds(1100.0, 2040.0, 1000.0, cut=False) == 1040.0
+
+
+def test_a_storm_cut_short_or_without_returns_lasts_until_it_ended() -> None:
+    assert storm_seconds(1800.0, 2040.0, 1000.0, cut=True) == 1800.0
+    assert storm_seconds(90.0, None, 1000.0, cut=False) == 90.0
