@@ -453,16 +453,24 @@ class JobBook:
             return sum(len(t.returned) for t in self.jobs.values())
 
 
-def job_cache_returns(cachedir: Path, jids: set[str]) -> dict[str, int]:
-    """Returns per jid in the master's ``local_cache`` job cache."""
+def job_cache_returns(
+    cachedir: Path, jids: set[str], hash_type: str = "sha256"
+) -> dict[str, int]:
+    """Returns per jid in the master's ``local_cache`` job cache, found where
+    ``local_cache.get_jid`` looks (the directory the jid hashes to), as
+    ``salt-run jobs.lookup_jid`` would show them.
+
+    Not by reading each directory's ``jid`` file: the master rewrites that
+    file (truncating it first) for every return it stores, duplicates
+    included, so a job still getting returns could read as empty and be
+    counted as lost with all its returns in place."""
+    from salt.utils.jid import jid_dir
+
     found: dict[str, int] = {}
-    for jid_file in (cachedir / "jobs").glob("*/*/jid"):
-        try:
-            jid = jid_file.read_text().strip()
-        except OSError:
-            continue
-        if jid in jids:
-            found[jid] = sum(1 for _ in jid_file.parent.glob("*/return.p"))
+    for jid in jids:
+        job = Path(jid_dir(jid, str(cachedir / "jobs"), hash_type))
+        if job.is_dir():
+            found[jid] = sum(1 for _ in job.glob("*/return.p"))
     return found
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 import datetime
 import pickle
 import threading
+from pathlib import Path
+
+from salt.utils.jid import jid_dir
 
 from benchmarks.proctree import role
 from benchmarks.storm.accounting import (
@@ -135,16 +138,33 @@ def test_a_job_whose_submission_failed_but_ran_is_found_by_its_returns():
     assert book.received_total() == 2  # and its early return counts
 
 
+def _cache_job(cachedir: Path, jid: str, minions: list[str]) -> Path:
+    """A job as local_cache stores it: in the directory its jid hashes to."""
+    job_dir = Path(jid_dir(jid, str(cachedir / "jobs"), "sha256"))
+    job_dir.mkdir(parents=True)
+    (job_dir / "jid").write_text(jid)
+    for minion in minions:
+        (job_dir / minion).mkdir()
+        (job_dir / minion / "return.p").write_bytes(pickle.dumps(True))
+    (job_dir / "nobody").mkdir()  # a minion dir without a return
+    return job_dir
+
+
 def test_job_cache_returns_counts_return_files_per_jid(tmp_path):
     for jid, minions in (("1", ["a", "b"]), ("2", ["a"]), ("3", ["a"])):
-        job_dir = tmp_path / "jobs" / jid[:1] / f"hash{jid}"
-        job_dir.mkdir(parents=True)
-        (job_dir / "jid").write_text(jid)
-        for minion in minions:
-            (job_dir / minion).mkdir()
-            (job_dir / minion / "return.p").write_bytes(pickle.dumps(True))
-        (job_dir / "nobody").mkdir()  # a minion dir without a return
-    assert job_cache_returns(tmp_path, {"1", "2"}) == {"1": 2, "2": 1}
+        _cache_job(tmp_path, jid, minions)
+    assert job_cache_returns(tmp_path, {"1", "2", "4"}) == {"1": 2, "2": 1}
+
+
+def test_a_job_whose_jid_file_is_being_rewritten_keeps_its_returns(tmp_path):
+    # the master truncates and rewrites a job's jid file for every return it
+    # stores: a late duplicate return made the job read as lost with all
+    # its returns in place
+    job_dir = _cache_job(tmp_path, "20261127041032853862", ["a", "b"])
+    (job_dir / "jid").write_text("")
+    assert job_cache_returns(tmp_path, {"20261127041032853862"}) == {
+        "20261127041032853862": 2
+    }
 
 
 def test_the_storm_mixes_sleeps_and_state_runs_reproducibly():
