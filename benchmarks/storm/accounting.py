@@ -150,9 +150,9 @@ class VariantResult:
     rejected: int = 0
     submit_errors: list[str] = field(default_factory=list)
     submit_s: float = 0.0
-    #: from the first submission to the last return (to the cut, for a run
-    #: cut short): a run that ended when no return came for a while does not
-    #: count that wait
+    #: from the first submission until the run ended: with its last expected
+    #: return, at the cut, or, for a run that ended when no return had come
+    #: for a while, at its last return (that wait not counted)
     storm_s: float = 0.0
     ended_by: str = ""
     outcomes: Counter[str] = field(default_factory=Counter)

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 CAPACITY_EVERY: Final = 5
 #: after the fleet is idle, how long no new return may arrive before the end
 QUIET_S: Final = 60.0
+#: how a run that ended after QUIET_S without a return says so
+QUIET_END: Final = "fleet idle and no return"
 SAMPLE_EVERY_S: Final = 1.0
 PING_EVERY_S: Final = 1.0
 END_POLL_S: Final = 2.0  # how often the end conditions are checked
@@ -84,12 +86,13 @@ def _max_minion_points(probe: QueueProbe, previous: int) -> int:
 
 
 def storm_seconds(
-    elapsed: float, last_return: float | None, started_at: float, *, cut: bool
+    elapsed: float, last_return: float | None, started_at: float, *, quiet: bool
 ) -> float:
-    """A run's duration: ``elapsed`` if it was ``cut`` short or saw no
-    return, else until its last return (``last_return`` and ``started_at``
-    on the wall clock), without the quiet wait that ended it."""
-    if cut or last_return is None:
+    """A run's duration: until its last return (``last_return`` and
+    ``started_at`` on the wall clock) if it ended ``quiet``, when no return
+    had come for QUIET_S, without that wait; ``elapsed`` else (a run that
+    ended with its last expected return, or cut short)."""
+    if not quiet or last_return is None:
         return elapsed
     return min(elapsed, max(0.0, last_return - started_at))
 
@@ -128,6 +131,9 @@ class StormRun:
         self._ping_clients = contextlib.ExitStack()
         self._started = 0.0
         self._started_at = 0.0  # the same moment on the wall clock
+        #: seconds from the first submission until the run ended, its quiet
+        #: wait included (the consumer is read over them)
+        self._elapsed = 0.0
 
     def run(self) -> VariantResult:
         """Warm up, storm, wait for the end, count; return the result."""
@@ -164,13 +170,14 @@ class StormRun:
             try:
                 self._submit_storm(storm)
                 ended_by = self._wait_for_the_end()
+                self._elapsed = time.monotonic() - self._started
                 with self.lock:
                     self.result.ended_by = ended_by
                     self.result.storm_s = storm_seconds(
-                        time.monotonic() - self._started,
+                        self._elapsed,
                         self.book.last_return,
                         self._started_at,
-                        cut=self.result.cut,
+                        quiet=ended_by.startswith(QUIET_END),
                     )
             finally:
                 # also on Ctrl-C or SIGTERM: the pinger must stop submitting
@@ -381,7 +388,7 @@ class StormRun:
             status = self._fleet_status()
             idle = not status.get("jobs_running") and not status.get("jobs_waiting")
             if all_published and idle and time.monotonic() - last_change > QUIET_S:
-                return f"fleet idle and no return for {QUIET_S:.0f}s"
+                return f"{QUIET_END} for {QUIET_S:.0f}s"
             if time.monotonic() >= next_report:
                 next_report += PROGRESS_EVERY_S
                 self._progress(
@@ -395,7 +402,9 @@ class StormRun:
         status = self._fleet_status()
         with self.lock:
             jids = set(self.book.jobs)
-        cache = job_cache_returns(self.master.settings.cachedir, jids)
+        cache = job_cache_returns(
+            self.master.settings.cachedir, jids, self._master_hash_type()
+        )
         unbooked = self.book.unbooked()
         consumer = self._consumer_run()
         with self.lock:
@@ -412,13 +421,20 @@ class StormRun:
             self.result.unbooked_jobs = len(unbooked)
             self.result.unbooked_returns = sum(map(len, unbooked.values()))
 
+    def _master_hash_type(self) -> str:
+        """The ``hash_type`` the master files its jobs under."""
+        from salt.config import DEFAULT_MASTER_OPTS
+
+        opts = self.stack.settings.master_opts or {}
+        return str(opts.get("hash_type") or DEFAULT_MASTER_OPTS["hash_type"])
+
     def _consumer_run(self) -> ConsumerRun | None:
         """What the consumer sampled since the storm began, and the events in
         its table now."""
         if self.consumer is None or self.stack.pg is None:
             return None
-        with self.lock:
-            storm_s = self.result.storm_s
+        # the consumer is read over all the storm waited, the quiet end too
+        storm_s = self._elapsed
         samples = read_samples(self.stack.pg, self.consumer.name)
         # counted after the samples were read: at least the last one's stored
         rows = stored_events(self.stack.pg, self.consumer.name)

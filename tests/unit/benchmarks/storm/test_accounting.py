@@ -138,9 +138,11 @@ def test_a_job_whose_submission_failed_but_ran_is_found_by_its_returns():
     assert book.received_total() == 2  # and its early return counts
 
 
-def _cache_job(cachedir: Path, jid: str, minions: list[str]) -> Path:
+def _cache_job(
+    cachedir: Path, jid: str, minions: list[str], hash_type: str = "sha256"
+) -> Path:
     """A job as local_cache stores it: in the directory its jid hashes to."""
-    job_dir = Path(jid_dir(jid, str(cachedir / "jobs"), "sha256"))
+    job_dir = Path(jid_dir(jid, str(cachedir / "jobs"), hash_type))
     job_dir.mkdir(parents=True)
     (job_dir / "jid").write_text(jid)
     for minion in minions:
@@ -154,6 +156,12 @@ def test_job_cache_returns_counts_return_files_per_jid(tmp_path):
     for jid, minions in (("1", ["a", "b"]), ("2", ["a"]), ("3", ["a"])):
         _cache_job(tmp_path, jid, minions)
     assert job_cache_returns(tmp_path, {"1", "2", "4"}) == {"1": 2, "2": 1}
+
+
+def test_job_cache_returns_looks_where_the_masters_hash_type_files_jobs(tmp_path):
+    _cache_job(tmp_path, "1", ["a"], hash_type="md5")
+    assert job_cache_returns(tmp_path, {"1"}, hash_type="md5") == {"1": 1}
+    assert job_cache_returns(tmp_path, {"1"}) == {}
 
 
 def test_a_job_whose_jid_file_is_being_rewritten_keeps_its_returns(tmp_path):

@@ -84,9 +84,12 @@ def test_every_pinger_thread_has_its_client_before_the_clock_starts(
 
 def test_a_storm_that_ended_quiet_lasts_until_its_last_return() -> None:
     # 60 s without a return ended it: those 60 s are not the storm's
-    assert storm_seconds(1100.0, 2040.0, 1000.0, cut=False) == 1040.0
+    assert storm_seconds(1100.0, 2040.0, 1000.0, quiet=True) == 1040.0
 
 
-def test_a_storm_cut_short_or_without_returns_lasts_until_it_ended() -> None:
-    assert storm_seconds(1800.0, 2040.0, 1000.0, cut=True) == 1800.0
-    assert storm_seconds(90.0, None, 1000.0, cut=False) == 90.0
+def test_any_other_storm_lasts_until_it_ended() -> None:
+    # ended with its last expected return, though returns of jobs whose
+    # submission failed stopped coming earlier, or cut short, or no return
+    assert storm_seconds(598.0, 1438.0, 1000.0, quiet=False) == 598.0
+    assert storm_seconds(1800.0, 2040.0, 1000.0, quiet=False) == 1800.0
+    assert storm_seconds(90.0, None, 1000.0, quiet=True) == 90.0
