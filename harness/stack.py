@@ -305,14 +305,15 @@ class Stack:
     def _stop(self) -> None:
         for part in self._parts()[::-1]:
             part.stop()
-        if self.postgres is not None:
-            self.postgres.cleanup()
-            remove_stale_copies()
         if self.listener is not None:
             self.listener.stop()
             self.listener = None
+        # before the cleanup: a relocated PostgreSQL's log goes with its copy
         if self.settings.logs_dir is not None:
             self.collect_logs(self.settings.logs_dir)
+        if self.postgres is not None:
+            self.postgres.cleanup()
+            remove_stale_copies()
         if self._owns_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
