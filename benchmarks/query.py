@@ -186,7 +186,6 @@ def measure_live(
 ) -> dict[str, Any]:
     """Comparison 3, on a real stack."""
     import salt.cache
-    import salt.config
     import salt.exceptions
     import salt.utils.query
     from salt.utils.query import minion as qminion
@@ -196,7 +195,7 @@ def measure_live(
 
     with fleet_stack(running, root=root / "stack") as stack:
         assert stack.master is not None and stack.fleet is not None
-        opts = salt.config.master_config(str(stack.master.settings.conf_file))
+        opts = stack.master.effective_opts()
         pki = stack.master.settings.pki_dir / "minions"
         pem = (pki / stack.fleet.ids[0]).read_text()
         ghosts = minion_ids("stopped", stopped)

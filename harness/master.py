@@ -333,6 +333,13 @@ class Master:
         """Stop the daemon and every process it forked."""
         self.process.stop()
 
+    def effective_opts(self) -> dict[str, Any]:
+        """The options this master runs with: the configuration file it was
+        started with, read by Salt with its defaults filled in."""
+        import salt.config
+
+        return dict(salt.config.master_config(str(self.settings.conf_file)))
+
     def run_cli(
         self, script: str, *args: str, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:

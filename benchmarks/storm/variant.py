@@ -423,10 +423,7 @@ class StormRun:
 
     def _master_hash_type(self) -> str:
         """The ``hash_type`` the master files its jobs under."""
-        from salt.config import DEFAULT_MASTER_OPTS
-
-        opts = self.stack.settings.master_opts or {}
-        return str(opts.get("hash_type") or DEFAULT_MASTER_OPTS["hash_type"])
+        return str(self.master.effective_opts()["hash_type"])
 
     def _consumer_run(self) -> ConsumerRun | None:
         """What the consumer sampled since the storm began, and the events in

@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.master import (
+    Master,
     MasterLayout,
     MasterSettings,
     in_process_opts,
@@ -40,6 +41,18 @@ def test_pillar_files_are_written_into_the_pillar_root(tmp_path: Path) -> None:
     outside = _settings(tmp_path, pillar_files={"../escape.sls": "x: 1\n"})
     with pytest.raises(HarnessError, match="outside the pillar root"):
         write_config(outside, None)
+
+
+def test_effective_opts_are_the_written_file_with_salts_defaults(
+    tmp_path: Path,
+) -> None:
+    settings = _settings(tmp_path, extra={"hash_type": "sha512"})
+    write_config(settings, None)
+    opts = Master(settings, None).effective_opts()  # type: ignore[arg-type]
+    # what the file says, and what only Salt's defaults say
+    assert opts["hash_type"] == "sha512"
+    assert opts["cachedir"] == str(settings.cachedir)
+    assert opts["keep_jobs_seconds"] == 86400
 
 
 def test_in_process_opts_lay_paths_out_like_a_rendered_master(tmp_path: Path) -> None:
