@@ -1,10 +1,12 @@
 """The storm's plots, one line per variant: the timeline (the panels over
 time and the presence pings) as ``results/<name>-timeline.png``, and the
-event consumer's backlog and memory as ``results/<name>-consumer.png``."""
+event consumer's backlog and memory as ``results/<name>-consumer.png``; with
+more than one run, every run's headline measures as
+``results/<name>-runs.png``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -124,3 +126,60 @@ def consumer_plot(results: list[VariantResult], name: str) -> Path:
     )
     axes[-1].set_xlabel("seconds since the storm began")
     return report.save_figure(fig, f"{name}-consumer")
+
+
+#: a headline measure: its name and its value in one run (None: not measured)
+Measure = tuple[str, Callable[[VariantResult], float | None]]
+
+
+def runs_plot(
+    results: list[VariantResult], measures: Sequence[Measure], name: str
+) -> Path:
+    """One panel per measure, a dot per run of each variant labelled with
+    its run and a bar at the variant's median, saved as
+    ``results/<name>-runs.png``: the spread behind the headline's medians.
+    Runs cut by ``--max-wait`` are left out, as the headline leaves them."""
+    plt = report.pyplot()
+
+    names = list(dict.fromkeys(r.name for r in results))
+    columns = 2
+    rows = -(-len(measures) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(9, 2.6 * rows), dpi=100)
+    flat = list(axes.flat) if hasattr(axes, "flat") else [axes]
+    for ax, (title, value) in zip(flat, measures, strict=False):
+        drawn = False
+        for x, variant in enumerate(names):
+            points = [
+                (r.run, v)
+                for r in results
+                if r.name == variant and not r.cut
+                for v in [value(r)]
+                if v is not None
+            ]
+            if not points:
+                continue
+            drawn = True
+            ax.scatter([x] * len(points), [v for _, v in points], s=18, zorder=3)
+            for run, v in points:
+                ax.annotate(
+                    f"#{run}",
+                    (x, v),
+                    xytext=(5, 0),
+                    textcoords="offset points",
+                    fontsize=7,
+                    va="center",
+                )
+            middle = report.median([v for _, v in points])
+            ax.hlines(middle, x - 0.25, x + 0.25, color="black", linewidth=1.5)
+        if not drawn:
+            ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center")
+            ax.set_yticks([])
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names)
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        ax.set_ylabel(title, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in flat[len(measures) :]:
+        ax.set_visible(False)
+    fig.suptitle("Storm headline measures, every run (bar: median)")
+    return report.save_figure(fig, f"{name}-runs")

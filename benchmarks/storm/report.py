@@ -33,7 +33,7 @@ from benchmarks.storm.goals import (
     why_lines,
 )
 from benchmarks.storm.options import StormOptions
-from benchmarks.storm.plot import consumer_plot, timeline_plot
+from benchmarks.storm.plot import Measure, consumer_plot, runs_plot, timeline_plot
 from harness.ratelimit import RateLimiting
 
 PSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
@@ -52,6 +52,9 @@ def write_report(
     if any(r.consumer and r.consumer.points for r in first):
         consumer = consumer_plot(first, options.output_name)
         lines += ["", f"![event consumer over time, run 1]({consumer.name})"]
+    if max(r.run for r in results) > 1:
+        runs = runs_plot(results, HEADLINE, options.output_name)
+        lines += ["", f"![headline measures, every run]({runs.name})"]
     report.write_data(
         options.output_name,
         {
@@ -231,7 +234,7 @@ def _table(results: list[VariantResult], columns: Sequence[Column]) -> str:
 
 
 #: the headline measures: a name and its value in one run (None: not measured)
-HEADLINE: Final[tuple[tuple[str, Callable[[VariantResult], float | None]], ...]] = (
+HEADLINE: Final[tuple[Measure, ...]] = (
     (
         "pings answered in time %",
         lambda r: (

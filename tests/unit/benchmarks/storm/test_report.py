@@ -199,6 +199,28 @@ def test_output_name_names_the_report_its_plot_and_its_data(
     assert data["variants"][0]["consumer"]["points"][1]["backlog"] == 10
 
 
+def test_a_report_of_several_runs_plots_every_run_beside_the_first_run_s_timeline(
+    tmp_path, monkeypatch
+) -> None:
+    """The headline gives medians and ranges; the runs plot shows each run's
+    value, so a run far from the others is seen, not averaged away."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    options = StormOptions(variants=("on",), runs=3, output_name="storm-runs")
+    runs = []
+    for run in (1, 2, 3):
+        on = _limiter_on()
+        on.run = run
+        on.storm_s = 100.0 * run
+        runs.append(on)
+
+    path = write_report(runs, [], options)
+
+    assert (tmp_path / "storm-runs-runs.png").stat().st_size > 0
+    assert "![headline measures, every run](storm-runs-runs.png)" in path.read_text()
+    assert "![storm over time, run 1](storm-runs-timeline.png)" in path.read_text()
+
+
 def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> None:
     on = _limiter_on()
     on.consumer = ConsumerRun.from_samples(
