@@ -14,7 +14,7 @@ import datetime
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -179,7 +179,12 @@ class VariantResult:
     minion_return_retries: int = 0
     minion_returns_given_up: int = 0
     minion_return_errors: int = 0
+    #: the master's CPU seconds over the storm, its event consumer's apart
+    #: (the consumer stands for a system beside the master)
     master_cpu_s: float = 0.0
+    #: CPU seconds over the storm per process role of the master's tree
+    #: (benchmarks.proctree.role), the consumer engine's among them
+    master_cpu_by_role: dict[str, float] = field(default_factory=dict)
     #: the storm's own process over the storm (pinger, submitters, accounting)
     driver_cpu_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
@@ -276,6 +281,24 @@ class VariantResult:
                     len(track.returned),
                 ]
         self.received_cache = sum(cache.values())
+
+
+def whole(results: Iterable[VariantResult], variant: str) -> list[VariantResult]:
+    """The runs of ``variant`` that ran to their end: a run cut short by
+    ``--max-wait`` measured the cap, not what the storm needed, so no
+    headline counts it."""
+    return [r for r in results if r.name == variant and not r.cut]
+
+
+def whole_runs(
+    results: Iterable[VariantResult],
+    variant: str,
+    value: Callable[[VariantResult], float | None],
+) -> list[tuple[int, float]]:
+    """``(run, value)`` of each of :func:`whole` that measured the value."""
+    return [
+        (r.run, v) for r in whole(results, variant) for v in [value(r)] if v is not None
+    ]
 
 
 class _JobEvent(NamedTuple):

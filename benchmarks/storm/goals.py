@@ -1,10 +1,14 @@
-"""The issue's goals for the storm, limiter on against off in the same run,
-each with its verdict and, when missed, by how much and the run's own data
-on why.
+"""The issue's goals for the storm, limiter on against every other variant in
+the same run (off, and what a user would pick instead: pristine 3008.3
+tuned, the series' pools without the limiter), each with its verdict and,
+when missed, by how much and the run's own data on why.
 
-A relative goal reads ``on / off`` as a ratio: "1.34x, goal <= 1.1x: missed
-by 0.24x". A goal that needs a variant the run did not have (or a number it
-did not measure) is "not measured", never met.
+A relative goal reads ``on / other`` as a ratio for each other variant:
+"vs off 1000 s: 1.34x, goal <= 1.1x: missed by 0.24x; vs tuned 900 s: ...".
+It is met when it is met against every one of them: the limiter is worth
+its code only where it beats each thing a user could run instead. A goal
+that needs a variant the run did not have (or a number it did not measure)
+is "not measured", never met.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from benchmarks import report
 from benchmarks.storm.accounting import PING_TIMEOUT, VariantResult
 from benchmarks.storm.consumer import BOUND_S, ConsumerRun
 from benchmarks.storm.decide import DecideResult
+from harness.consumer import ENGINE_NAME
 from harness.ratelimit import RateLimiting
 
 #: presence pings answered within their timeout with the limiter on, at least
 PING_ANSWERED_SHARE: Final = 0.99
-#: limiter on against off, same run: the most each ratio may be
+#: limiter on against each other variant, same run: the most each ratio may be
 STORM_RATIO: Final = 1.1
+CPU_RATIO: Final = 1.1
 PSS_RATIO: Final = 1.05
 #: one decision of the criteria module, p99 microseconds
 GOAL_DECIDE_US: Final = 50.0
@@ -71,8 +77,8 @@ def goals(
     decisions: list[DecideResult],
 ) -> list[Goal]:
     """Every goal of the issue with its verdict, in the report's order."""
-    by_name = {r.name: r for r in results}
-    on, off = by_name.get("on"), by_name.get("off")
+    on = next((r for r in results if r.name == "on"), None)
+    others = [r for r in results if r.name != "on"]
     found: list[Goal] = []
     if on is None:
         found.append(
@@ -80,12 +86,13 @@ def goals(
         )
     else:
         found += [
-            _ping_goal(on, off),
-            _duration_goal(on, off),
-            _pss_goal(on, off),
-            _lost_goal(on, off),
-            _capacity_goal(on, off, limits),
-            *_consumer_goals(on, off),
+            _ping_goal(on, others),
+            _duration_goal(on, others),
+            _cpu_goal(on, others),
+            _pss_goal(on, others),
+            _lost_goal(on, others),
+            _capacity_goal(on, others, limits),
+            *_consumer_goals(on, others),
         ]
     if decisions:
         worst = max(report.percentile(d.samples_us, 99) for d in decisions)
@@ -142,31 +149,76 @@ def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:
     return Goal(name, line, verdict, why)
 
 
+def _called(result: VariantResult) -> str:
+    """How a goal line names a variant: ``limiter off``, ``tuned``."""
+    return {"on": "limiter on", "off": "limiter off"}.get(result.name, result.name)
+
+
+def _combined(verdicts: list[bool | None]) -> bool | None:
+    """One verdict from a goal's verdict against each other variant: missed
+    against one is missed; met only when met against all of them."""
+    if any(v is False for v in verdicts):
+        return False
+    if verdicts and all(verdicts):
+        return True
+    return None
+
+
 def _relative(
     what: str,
     on: VariantResult,
-    off: VariantResult | None,
-    value: Callable[[VariantResult], float],
-    shown: str,
+    others: list[VariantResult],
+    value: Callable[[VariantResult], float | None],
+    words: Callable[[VariantResult], str],
     limit: float,
+    unfit: Callable[[VariantResult], str | None] = lambda _: None,
 ) -> tuple[str, bool | None]:
-    """The goal line ``what on X vs off Y: ratio`` and its verdict;
-    ``shown`` formats a value (``"{:.2f} s"``)."""
-    if off is None:
+    """The goal line ``what on X vs off Y: ratio; vs tuned Z: ratio`` and
+    its verdict (:func:`_combined`); ``words`` shows a variant's value
+    (``"1000 s"``), ``unfit`` says why a variant is no yardstick (then its
+    ratio is not measured)."""
+    head = f"- {what} on {words(on)}"
+    if not others:
         return (
-            f"- {what} on {shown.format(value(on))} vs off -: {NOT_MEASURED}, "
-            f"the run had no limiter-off variant (goal <= {limit:g}x of off)",
+            f"{head} vs off -: {NOT_MEASURED}, the run had no other variant "
+            f"(goal <= {limit:g}x of off)",
             None,
         )
-    text, met = ratio_text(value(on), value(off), limit)
-    return (
-        f"- {what} on {shown.format(value(on))} vs off "
-        f"{shown.format(value(off))}: {text}",
-        met,
-    )
+    parts: list[str] = []
+    verdicts: list[bool | None] = []
+    mine = value(on)
+    for other in others:
+        theirs = value(other)
+        reason = unfit(other)
+        if reason is None and (mine is None or theirs is None):
+            reason = "a value missing"
+        if reason is not None or mine is None or theirs is None:
+            parts.append(
+                f"vs {other.name} {words(other)}: {NOT_MEASURED}, {reason} "
+                f"(goal <= {limit:g}x of {other.name})"
+            )
+            verdicts.append(None)
+            continue
+        text, met = ratio_text(mine, theirs, limit)
+        parts.append(f"vs {other.name} {words(other)}: {text}")
+        verdicts.append(met)
+    return f"{head} " + "; ".join(parts), _combined(verdicts)
 
 
-def _ping_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+def _shown(
+    value: Callable[[VariantResult], float | None], form: str
+) -> Callable[[VariantResult], str]:
+    """A variant's value as ``form`` shows it (``"{:.0f} MiB"``), ``-``
+    when it has none."""
+
+    def words(result: VariantResult) -> str:
+        number = value(result)
+        return "-" if number is None else form.format(number)
+
+    return words
+
+
+def _ping_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
     """Pings answered within their timeout, the headline: a ratio of ping
     times would divide by the timeout wherever pings timed out."""
     if not on.ping_ticks:
@@ -186,15 +238,19 @@ def _ping_goal(on: VariantResult, off: VariantResult | None) -> Goal:
     line = (
         f"- presence pings answered within their {PING_TIMEOUT} s timeout: on "
         f"{answered_words(on)}, goal >= {PING_ANSWERED_SHARE * 100:g} %: {verdict}"
-        + (f" (off: {answered_words(off)})" if off is not None else "")
+        + (
+            " (" + "; ".join(f"{r.name}: {answered_words(r)}" for r in others) + ")"
+            if others
+            else ""
+        )
         + "; completed pings p50 / p99: "
-        + "; ".join(f"{r.name} {completed_words(r)}" for r in (on, off) if r)
+        + "; ".join(f"{r.name} {completed_words(r)}" for r in (on, *others))
     )
     why = []
     if not met:
         why.append(
             "presence pings, p99 of publish / first return / all returned: "
-            + "; ".join(f"{r.name} {_ping_parts(r)}" for r in (on, off) if r)
+            + "; ".join(f"{r.name} {_ping_parts(r)}" for r in (on, *others))
         )
         backlog = _little(on)
         if backlog:
@@ -249,29 +305,23 @@ def _little(on: VariantResult) -> str | None:
     )
 
 
-def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
-    short = [r for r in (on, off) if r is not None and r.took_fewer_jobs]
-    if off is not None and short:
-        # a master that took fewer jobs ran a smaller storm: no ratio of it
-        return Goal(
-            "storm duration",
-            f"- storm duration on {on.storm_s:.0f} s vs off {off.storm_s:.0f} s: "
-            f"{NOT_MEASURED}, not the same storm: "
-            + "; ".join(took_words(r) for r in short)
-            + f" (goal <= {STORM_RATIO:g}x of off)",
-            None,
-        )
-    if off is not None and off.cut:
-        # off's duration is --max-wait, not its storm's: no ratio of it
-        return Goal(
-            "storm duration",
-            f"- storm duration on {on.storm_s:.0f} s vs off at least "
-            f"{off.storm_s:.0f} s: {NOT_MEASURED}, limiter off was cut short "
-            f"by --max-wait (goal <= {STORM_RATIO:g}x of off)",
-            None,
-        )
+def _duration_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
+    def unfit(other: VariantResult) -> str | None:
+        short = [r for r in (on, other) if r.took_fewer_jobs]
+        if short:
+            # a master that took fewer jobs ran a smaller storm: no ratio of it
+            return "not the same storm: " + "; ".join(took_words(r) for r in short)
+        if other.cut:
+            # its duration is --max-wait, not its storm's: no ratio of it
+            return f"{_called(other)} was cut short by --max-wait"
+        return None
+
+    def seconds(result: VariantResult) -> str:
+        at_least = "at least " if result.cut and result is not on else ""
+        return f"{at_least}{result.storm_s:.0f} s"
+
     line, met = _relative(
-        "storm duration", on, off, lambda r: r.storm_s, "{:.0f} s", STORM_RATIO
+        "storm duration", on, others, lambda r: r.storm_s, seconds, STORM_RATIO, unfit
     )
     if on.cut:
         line += " (limiter on was cut short by --max-wait: at least that)"
@@ -280,14 +330,17 @@ def _duration_goal(on: VariantResult, off: VariantResult | None) -> Goal:
             met = None
             line += f", {NOT_MEASURED}"
     why = []
-    if met is False and off is not None:
+    if met is False:
         queued = max((s.queued for s in on.samples), default=0)
-        why.append(
-            f"submitting the storm took {on.submit_s:.0f} s on vs "
-            f"{off.submit_s:.0f} s off; up to {queued} jobs waited in the "
-            f"limiter's queue; returns arrived at {_return_rate(on):.0f}/s on "
-            f"average on vs {_return_rate(off):.0f}/s off"
-        )
+        for other in others:
+            if other.storm_s and on.storm_s / other.storm_s > STORM_RATIO:
+                why.append(
+                    f"submitting the storm took {on.submit_s:.0f} s on vs "
+                    f"{other.submit_s:.0f} s {other.name}; up to {queued} jobs "
+                    f"waited in the limiter's queue; returns arrived at "
+                    f"{_return_rate(on):.0f}/s on average on vs "
+                    f"{_return_rate(other):.0f}/s {other.name}"
+                )
     return Goal("storm duration", line, met, why)
 
 
@@ -315,41 +368,135 @@ def _return_rate(result: VariantResult) -> float:
     return result.received_cache / result.storm_s if result.storm_s else 0.0
 
 
-def _pss_goal(on: VariantResult, off: VariantResult | None) -> Goal:
+def cpu_per_return(result: VariantResult) -> float | None:
+    """Master CPU milliseconds per return it handled (its event consumer
+    apart); None without a return."""
+    if not result.returns_handled:
+        return None
+    return 1000 * result.master_cpu_s / result.returns_handled
+
+
+def _cpu_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
     line, met = _relative(
-        "master PSS peak", on, off, lambda r: r.peak_pss_mb, "{:.0f} MiB", PSS_RATIO
+        "master CPU per return",
+        on,
+        others,
+        cpu_per_return,
+        _shown(cpu_per_return, "{:.1f} ms"),
+        CPU_RATIO,
+        lambda r: f"{_called(r)} was cut short by --max-wait" if r.cut else None,
     )
-    why = []
-    if met is False and off is not None:
-        grown = _role_difference(on, off)
-        if grown:
-            why.append(
-                "at each variant's PSS peak, the processes with the most more "
-                "memory on than off: "
-                + ", ".join(f"{name} {mib:+.0f} MiB" for name, mib in grown)
-            )
+    if on.cut:
+        line += " (limiter on was cut short by --max-wait)"
+    why = (
+        _grown(
+            on,
+            others,
+            _cpu_difference,
+            "the processes that spent the most more CPU per return on than",
+            "{:+.2f} ms",
+        )
+        if met is False
+        else []
+    )
+    return Goal("master CPU per return", line, met, why)
+
+
+def cpu_per_return_by_role(result: VariantResult) -> dict[str, float]:
+    """Master CPU milliseconds per return handled, per process role
+    (:func:`benchmarks.proctree.role`), the event consumer's among them."""
+    handled = result.returns_handled
+    if not handled:
+        return {}
+    return {
+        name: 1000 * seconds / handled
+        for name, seconds in result.master_cpu_by_role.items()
+    }
+
+
+def _cpu_difference(
+    on: VariantResult, other: VariantResult, shown: int = 3
+) -> list[tuple[str, float]]:
+    """The master's roles that spent the most more CPU per return on than
+    ``other``, the consumer engine's left out as the master's CPU leaves
+    it out."""
+
+    def master(result: VariantResult) -> dict[str, float]:
+        return {
+            name: ms
+            for name, ms in cpu_per_return_by_role(result).items()
+            if ENGINE_NAME not in name
+        }
+
+    return _largest(master(on), master(other), shown)
+
+
+def _grown(
+    on: VariantResult,
+    others: list[VariantResult],
+    difference: Callable[[VariantResult, VariantResult], list[tuple[str, float]]],
+    lead: str,
+    form: str,
+) -> list[str]:
+    """A why line per other variant: ``lead <variant>: role +N, ...``, the
+    roles ``difference`` finds using more with the limiter on."""
+    return [
+        f"{lead} {other.name}: "
+        + ", ".join(f"{name} {form.format(amount)}" for name, amount in grown)
+        for other in others
+        if (grown := difference(on, other))
+    ]
+
+
+def _largest(
+    mine: dict[str, float], theirs: dict[str, float], shown: int
+) -> list[tuple[str, float]]:
+    """The ``shown`` roles with the most more of something in ``mine``."""
+    differences = [
+        (name, mine.get(name, 0.0) - theirs.get(name, 0.0))
+        for name in set(mine) | set(theirs)
+    ]
+    differences.sort(key=lambda item: (-item[1], item[0]))
+    return [item for item in differences[:shown] if item[1] > 0]
+
+
+def _pss_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
+    line, met = _relative(
+        "master PSS peak",
+        on,
+        others,
+        lambda r: r.peak_pss_mb,
+        _shown(lambda r: r.peak_pss_mb, "{:.0f} MiB"),
+        PSS_RATIO,
+    )
+    why = (
+        _grown(
+            on,
+            others,
+            _role_difference,
+            "at each variant's PSS peak, the processes with the most more "
+            "memory on than",
+            "{:+.0f} MiB",
+        )
+        if met is False
+        else []
+    )
     return Goal("master PSS peak", line, met, why)
 
 
 def _role_difference(
-    on: VariantResult, off: VariantResult, shown: int = 3
+    on: VariantResult, other: VariantResult, shown: int = 3
 ) -> list[tuple[str, float]]:
     def at_peak(result: VariantResult) -> dict[str, float]:
         if not result.samples:
             return {}
         return max(result.samples, key=lambda s: s.master_pss_mb).pss_by_role
 
-    on_roles, off_roles = at_peak(on), at_peak(off)
-    differences = [
-        (name, on_roles.get(name, 0.0) - off_roles.get(name, 0.0))
-        for name in set(on_roles) | set(off_roles)
-    ]
-    differences.sort(key=lambda item: (-item[1], item[0]))
-    return [item for item in differences[:shown] if item[1] > 0]
+    return _largest(at_peak(on), at_peak(other), shown)
 
 
-def _lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
-    reference = f" (off: {_lost_words(off)})" if off else ""
+def _lost_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
+    reference = "".join(f" ({r.name}: {_lost_words(r)})" for r in others)
     if on.cut:
         return Goal(
             "lost returns",
@@ -400,10 +547,16 @@ def _retry_words(result: VariantResult) -> str:
 
 
 def _capacity_goal(
-    on: VariantResult, off: VariantResult | None, limits: RateLimiting
+    on: VariantResult, others: list[VariantResult], limits: RateLimiting
 ) -> Goal:
     cap = limits.max_minion_jobs
-    reference = f" (off: at most {off.peak_minion_jobs})" if off else ""
+    reference = (
+        " ("
+        + ", ".join(f"{r.name}: at most {r.peak_minion_jobs}" for r in others)
+        + ")"
+        if others
+        else ""
+    )
     over = on.peak_minion_jobs - cap
     goal = Goal(
         "minion capacity",
@@ -422,9 +575,9 @@ def _capacity_goal(
     return goal
 
 
-def _consumer_goals(on: VariantResult, off: VariantResult | None) -> list[Goal]:
+def _consumer_goals(on: VariantResult, others: list[VariantResult]) -> list[Goal]:
     """The consumer's backlog bounded with the limiter on, how far it grew
-    off; and no event lost by the consumer in either."""
+    in the other variants; and no event lost by the consumer in any."""
     if on.consumer is None or not on.consumer.points:
         return [
             Goal(
@@ -447,8 +600,9 @@ def _consumer_goals(on: VariantResult, off: VariantResult | None) -> list[Goal]:
         f"events, and a trend over the storm's second half <= "
         f"{run.flat_trend:g} events/s): {_backlog_words(run)}: " + _verdict(bounded)
     )
-    if off is not None and off.consumer is not None and off.consumer.points:
-        line += f"; limiter off: {_backlog_words(off.consumer)}"
+    for other in others:
+        if other.consumer is not None and other.consumer.points:
+            line += f"; {_called(other)}: {_backlog_words(other.consumer)}"
     goal = Goal("event consumer backlog", line, bounded)
     if not bounded:
         rate = run.event_rate()
@@ -470,7 +624,7 @@ def _consumer_goals(on: VariantResult, off: VariantResult | None) -> list[Goal]:
                 f"limiter-on storm would have had to last at least {needed:.0f} s, "
                 f"not {on.storm_s:.0f} s"
             )
-    return [goal, _consumer_lost_goal(on, off)]
+    return [goal, _consumer_lost_goal(on, others)]
 
 
 def _backlog_words(run: ConsumerRun) -> str:
@@ -487,8 +641,8 @@ def _backlog_words(run: ConsumerRun) -> str:
     )
 
 
-def _consumer_lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
-    runs = [(r.name, r.consumer) for r in (on, off) if r and r.consumer]
+def _consumer_lost_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
+    runs = [(r.name, r.consumer) for r in (on, *others) if r.consumer]
     parts = []
     lost_any = False
     for name, run in runs:
@@ -516,7 +670,7 @@ def _consumer_lost_goal(on: VariantResult, off: VariantResult | None) -> Goal:
 def goal_lines(found: list[Goal]) -> list[str]:
     """The goals section."""
     return [
-        "## Goals (limiter on vs off, side by side in each run)",
+        "## Goals (limiter on vs each other variant, side by side in each run)",
         "",
         *(goal.line for goal in found),
         "",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import report
-from benchmarks.storm.accounting import PING_TIMEOUT, Sample, VariantResult
+from benchmarks.storm.accounting import PING_TIMEOUT, Sample, VariantResult, whole_runs
 from benchmarks.storm.consumer import BOUND_S, ConsumerPoint
 
 #: the panels over time: y label and the value of one sample (None: no point)
@@ -144,18 +144,14 @@ def runs_plot(
     names = list(dict.fromkeys(r.name for r in results))
     columns = 2
     rows = -(-len(measures) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(9, 2.6 * rows), dpi=100)
-    flat = list(axes.flat) if hasattr(axes, "flat") else [axes]
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(9, 2.6 * rows), dpi=100, squeeze=False
+    )
+    flat = list(axes.flat)
     for ax, (title, value) in zip(flat, measures, strict=False):
         drawn = False
         for x, variant in enumerate(names):
-            points = [
-                (r.run, v)
-                for r in results
-                if r.name == variant and not r.cut
-                for v in [value(r)]
-                if v is not None
-            ]
+            points = whole_runs(results, variant, value)
             if not points:
                 continue
             drawn = True

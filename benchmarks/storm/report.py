@@ -21,12 +21,16 @@ from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
     VariantResult,
+    whole,
+    whole_runs,
 )
 from benchmarks.storm.consumer import BOUND_S, TREND_SHARE
 from benchmarks.storm.decide import DecideResult
 from benchmarks.storm.goals import (
     answered_words,
     completed_words,
+    cpu_per_return,
+    cpu_per_return_by_role,
     goal_lines,
     goals_over_runs,
     took_words,
@@ -34,6 +38,7 @@ from benchmarks.storm.goals import (
 )
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.plot import Measure, consumer_plot, runs_plot, timeline_plot
+from harness.consumer import ENGINE_NAME
 from harness.ratelimit import RateLimiting
 
 PSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
@@ -80,6 +85,7 @@ def report_lines(
         *_over_time(results),
         *_ping_section(results),
         *_consumer_section(results),
+        *_cpu_section(results),
         *_memory_section(results),
         *_decision_section(decisions, options.minions),
     ]
@@ -244,12 +250,7 @@ HEADLINE: Final[tuple[Measure, ...]] = (
     ("completed ping p50 s", lambda r: r.answered_ping_percentile(50)),
     ("completed ping p99 s", lambda r: r.answered_ping_percentile(99)),
     ("storm s", lambda r: r.storm_s),
-    (
-        "master CPU ms per return",
-        lambda r: (
-            1000 * r.master_cpu_s / r.returns_handled if r.returns_handled else None
-        ),
-    ),
+    ("master CPU ms per return", cpu_per_return),
     ("master PSS peak MiB", lambda r: r.peak_pss_mb),
     ("lost returns", lambda r: r.missing_returns if not r.cut else None),
 )
@@ -265,7 +266,7 @@ def _headline(results: list[VariantResult]) -> list[Any]:
         cut = sum(1 for r in runs if r.cut)
         cells: list[Any] = [name, f"{len(runs)}" + (f" ({cut} cut)" if cut else "")]
         for _, value in HEADLINE:
-            cells.append(_median_cell([value(r) for r in runs if not r.cut]))
+            cells.append(_median_cell([v for _, v in whole_runs(runs, name, value)]))
         rows.append(cells)
     return [
         "## Headline: medians over the runs",
@@ -277,22 +278,24 @@ def _headline(results: list[VariantResult]) -> list[Any]:
         "median (its storm time is the cap, not what the storm needed); "
         "completed pings are those every target answered within the timeout, "
         "so their times never include the timeout; master CPU per return "
-        "divides the master's CPU seconds over the storm by the storm's returns "
-        "it handled: those in its job cache, and those of jobs run though "
-        "their submission failed (see End counts).",
+        "divides the master's CPU seconds over the storm (its event consumer's "
+        "apart) by the storm's returns it handled: those in its job cache, "
+        "and those of jobs run though their submission failed (see End "
+        "counts).",
         "",
     ]
 
 
-def _median_cell(values: list[float | None]) -> str:
+def _median_cell(values: list[float | None], digits: int = 1) -> str:
     """``12.3 (11.0-14.1)``; ``-`` without a measured value."""
     measured = [v for v in values if v is not None]
     if not measured:
         return "-"
     middle = report.median(measured)
     if len(measured) == 1:
-        return f"{middle:.1f}"
-    return f"{middle:.1f} ({min(measured):.1f}-{max(measured):.1f})"
+        return f"{middle:.{digits}f}"
+    low, high = min(measured), max(measured)
+    return f"{middle:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
 
 
 def _end_counts(results: list[VariantResult]) -> list[Any]:
@@ -378,7 +381,7 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "Over time",
         _table(results, OVER_TIME),
         "Master CPU: the master's processes, the event consumer's engine "
-        "included. Driver CPU: the storm's own process (the presence pinger, "
+        "apart (see Master CPU by process). Driver CPU: the storm's own process (the presence pinger, "
         "the submitters and the accounting of the bus), not in the master's; "
         "it shares the box's cores with the master and the fleet.",
     )
@@ -400,6 +403,54 @@ def _ping_section(results: list[VariantResult]) -> list[Any]:
         "time includes Salt's `saltutil.find_job` round); a ping tick is "
         f"skipped when {PING_MAX_OUTSTANDING} pings are already outstanding.",
     )
+
+
+def _cpu_section(results: list[VariantResult]) -> list[Any]:
+    """Master CPU per return and process role, per variant: where one
+    variant spends more than another."""
+    names = list(dict.fromkeys(r.name for r in results))
+    per_run = {
+        name: [cpu_per_return_by_role(r) for r in whole(results, name)]
+        for name in names
+    }
+    roles = {role for shares in per_run.values() for share in shares for role in share}
+    if not roles:
+        return []
+
+    def median(name: str, role: str) -> float:
+        values = [share.get(role, 0.0) for share in per_run[name]]
+        return report.median(values) if values else 0.0
+
+    first = names[0]
+    # the master's roles, most CPU first, then the consumer's apart
+    order = sorted(
+        roles, key=lambda role: (ENGINE_NAME in role, -median(first, role), role)
+    )
+    rows = [
+        (
+            role + (" (not in master CPU)" if ENGINE_NAME in role else ""),
+            *(_role_cell(per_run[name], role) for name in names),
+        )
+        for role in order
+    ]
+    return _section(
+        "Master CPU by process",
+        "CPU milliseconds (user + system) each role of the master's processes "
+        "spent over the storm per return the master handled (the MWorkers of "
+        "one pool are one role), per variant the median over its runs not cut "
+        "short, their range in brackets. The event consumer's engine stands "
+        "for SUSE Manager beside the master: its CPU is shown, not counted in "
+        "the master's.",
+        report.table(["process", *(f"{name} ms per return" for name in names)], rows),
+    )
+
+
+def _role_cell(shares: list[dict[str, float]], role: str) -> str:
+    """A role's median over the runs; ``-`` where the variant has no such
+    process (the queue manager without the limiter)."""
+    if not any(role in share for share in shares):
+        return "-"
+    return _median_cell([share.get(role, 0.0) for share in shares], digits=2)
 
 
 def _memory_section(results: list[VariantResult]) -> list[Any]:

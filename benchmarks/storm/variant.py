@@ -61,10 +61,16 @@ JOIN_TIMEOUT_S: Final = 30.0
 
 
 def master_roles(roles: dict[str, float]) -> dict[str, float]:
-    """PSS per role without the consumer engine's process: the consumer
-    stands for a system beside the master (SUSE Manager), not for the
-    master's own memory."""
-    return {name: mib for name, mib in roles.items() if ENGINE_NAME not in name}
+    """PSS or CPU per role without the consumer engine's process: the
+    consumer stands for a system beside the master (SUSE Manager), not for
+    the master's own work."""
+    return {name: value for name, value in roles.items() if ENGINE_NAME not in name}
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per role between two :func:`benchmarks.proctree.cpu_by_role`
+    readings; a role that appeared in between spent all it shows."""
+    return {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
 
 
 def driver_cpu_seconds() -> float:
@@ -146,7 +152,7 @@ class StormRun:
         # the clients close after the pool's threads ended
         with self._ping_clients, ThreadPoolExecutor(PING_MAX_OUTSTANDING) as ping_pool:
             self.warm_ping_clients(ping_pool)
-            cpu_before = proctree.cpu_seconds(master_pid)
+            cpu_before = proctree.cpu_by_role(master_pid)
             driver_before = driver_cpu_seconds()
             self._started = time.monotonic()
             self._started_at = time.time()
@@ -186,7 +192,7 @@ class StormRun:
                 for thread in threads:
                     thread.join(timeout=JOIN_TIMEOUT_S)
         self._count(
-            proctree.cpu_seconds(master_pid) - cpu_before,
+            cpu_spent(cpu_before, proctree.cpu_by_role(master_pid)),
             driver_cpu_seconds() - driver_before,
         )
         return self.result
@@ -397,8 +403,10 @@ class StormRun:
                 )
         return f"max wait of {self.options.max_wait:.0f}s reached"
 
-    def _count(self, master_cpu_s: float, driver_cpu_s: float) -> None:
-        """The end counts: the fleet's own, the bus's and the job cache's."""
+    def _count(self, master_cpu: dict[str, float], driver_cpu_s: float) -> None:
+        """The end counts: the fleet's own, the bus's and the job cache's;
+        ``master_cpu`` is the CPU seconds the master's processes spent over
+        the storm, per role."""
         status = self._fleet_status()
         with self.lock:
             jids = set(self.book.jobs)
@@ -409,7 +417,8 @@ class StormRun:
         consumer = self._consumer_run()
         with self.lock:
             self.result.consumer = consumer
-            self.result.master_cpu_s = master_cpu_s
+            self.result.master_cpu_by_role = master_cpu
+            self.result.master_cpu_s = sum(master_roles(master_cpu).values())
             self.result.driver_cpu_s = driver_cpu_s
             self.result.peak_minion_jobs = int(status.get("peak_minion_jobs") or 0)
             self.result.minion_return_retries = int(status.get("return_retries") or 0)

@@ -1,4 +1,4 @@
-"""The storm's goals, limiter on against off in the same run.
+"""The storm's goals, limiter on against each other variant in the same run.
 
 Each verdict says by how much a goal is missed, a goal the run could not
 measure is never "met", and a missed goal brings the run's own data on why:
@@ -11,10 +11,12 @@ from benchmarks.storm.accounting import PING_TARGETS, Ping, Sample, VariantResul
 from benchmarks.storm.consumer import ConsumerRun
 from benchmarks.storm.decide import DecideResult
 from benchmarks.storm.goals import goal_lines, goals, ratio_text, why_lines
-from harness.consumer import ConsumerSample
+from harness.consumer import ENGINE_NAME, ConsumerSample
 from harness.ratelimit import RateLimiting
 
 LIMITS = RateLimiting()
+#: how the consumer engine's process is named among the master's roles
+CONSUMER_ROLE = f"Engine(salt.loaded.ext.engines.{ENGINE_NAME})"
 DECISIONS = [DecideResult("nothing in flight", "publish", [5.0, 6.0])]
 
 
@@ -52,6 +54,7 @@ def _variant(
     backlogs: list[int],
     lost: int = 0,
     peak_jobs: int = 3,
+    cpu: dict[str, float] | None = None,
 ) -> VariantResult:
     result = VariantResult(name, LIMITS if name == "on" else None, submitted=10)
     result.accepted = 10
@@ -64,6 +67,13 @@ def _variant(
     result.samples = [_sample(1, rss - 50, 2000), _sample(2, rss, 2000)]
     result.pings = [Ping(float(t), ping_s, PING_TARGETS, 0.1, 1.0) for t in range(5)]
     result.consumer = _consumer(backlogs)
+    # CPU seconds per role; the consumer engine's is not the master's
+    result.master_cpu_by_role = cpu or {"MWorker default": 9.0, "main": 1.0}
+    result.master_cpu_s = sum(
+        seconds
+        for name, seconds in result.master_cpu_by_role.items()
+        if ENGINE_NAME not in name
+    )
     return result
 
 
@@ -96,6 +106,7 @@ def test_every_goal_met_leaves_no_why_section() -> None:
         "(5 of 5 ticks, 0 skipped), goal >= 99 %: met" in text
     )
     assert "storm duration on 1000 s vs off 1000 s: 1.00x, goal <= 1.1x: met" in text
+    assert "master CPU per return on 10.0 ms vs off 10.0 ms: 1.00x" in text
     assert "lost returns with the limiter on: 0, goal 0: met (off: 0 lost)" in text
     # the consumer: bounded on, how far it grew off
     assert "peak 50 events (0 s of work) at 1 s, final 20 at 2 s" in text
@@ -140,7 +151,11 @@ def test_without_the_limiter_off_variant_relative_goals_are_not_measured() -> No
     on = _variant("on", storm_s=100, ping_s=1.0, rss=1000, backlogs=[0, 1, 2])
     found = goals([on], LIMITS, DECISIONS)
     relative = [g for g in found if "vs off -" in g.line]
-    assert len(relative) == 2
+    assert [g.name for g in relative] == [
+        "storm duration",
+        "master CPU per return",
+        "master PSS peak",
+    ]
     assert all(g.met is None and "not measured" in g.line for g in relative)
     assert "Why goals were missed" not in _text([on])
 
@@ -279,3 +294,61 @@ def test_a_master_that_took_fewer_jobs_ran_a_storm_that_is_not_compared() -> Non
         "storm: off took 4 of 10 jobs (6 submissions failed: "
         "state.apply: Salt request timed out.) (goal <= 1.1x of off)"
     )
+
+
+def test_the_limiter_is_held_to_every_variant_a_user_could_run_instead() -> None:
+    """On is as fast as off but slower and costlier than tuned: the goals
+    name both ratios and are missed, each why naming the variant it beats."""
+    on = _variant(
+        "on",
+        storm_s=1000,
+        ping_s=1.0,
+        rss=1000,
+        backlogs=[0, 5],
+        cpu={
+            "MWorker default": 9.0,
+            "queue manager": 3.0,
+            CONSUMER_ROLE: 5.0,
+        },
+    )
+    off = _variant("off", storm_s=1000, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    tuned = _variant("tuned", storm_s=800, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    found = {g.name: g for g in goals([on, off, tuned], LIMITS, DECISIONS)}
+
+    duration = found["storm duration"]
+    assert duration.met is False
+    assert duration.line == (
+        "- storm duration on 1000 s vs off 1000 s: 1.00x, goal <= 1.1x: met; "
+        "vs tuned 800 s: 1.25x, goal <= 1.1x: missed by 0.15x"
+    )
+    assert [fact.split(";")[0] for fact in duration.why] == [
+        "submitting the storm took 100 s on vs 80 s tuned"
+    ]
+    # the consumer's 5 s are its own, not the master's: 12 ms, not 17 ms
+    cpu = found["master CPU per return"]
+    assert cpu.met is False
+    assert "master CPU per return on 12.0 ms vs off 10.0 ms: 1.20x" in cpu.line
+    assert "vs tuned 10.0 ms: 1.20x" in cpu.line
+    assert cpu.why[0].endswith("than off: queue manager +3.00 ms")
+    # every other variant's pings and consumer are shown beside on's
+    pings = found["presence pings answered"].line
+    assert "(off: 100.0 % (5 of 5 ticks, 0 skipped); tuned: 100.0 %" in pings
+    assert "limiter off: peak 5 events" in found["event consumer backlog"].line
+    assert "; tuned: peak 5 events" in found["event consumer backlog"].line
+    assert "(off: 0 lost) (tuned: 0 lost)" in found["lost returns"].line
+
+
+def test_a_ratio_goal_met_against_one_variant_and_unmeasured_against_another_is_not_met() -> (
+    None
+):
+    on = _variant("on", storm_s=1000, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    off = _variant("off", storm_s=1800, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    off.ended_by = "max wait of 1800s reached"
+    tuned = _variant("tuned", storm_s=1000, ping_s=1.0, rss=1000, backlogs=[0, 5])
+    found = {g.name: g for g in goals([on, off, tuned], LIMITS, DECISIONS)}
+    duration = found["storm duration"]
+    assert duration.met is None
+    assert "vs off at least 1800 s: not measured, limiter off was cut short" in (
+        duration.line
+    )
+    assert "vs tuned 1000 s: 1.00x, goal <= 1.1x: met" in duration.line

@@ -16,7 +16,7 @@ from benchmarks.storm.consumer import ConsumerRun
 from benchmarks.storm.decide import DecideResult
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.report import _lost_cell, report_lines, write_report
-from harness.consumer import ConsumerSample
+from harness.consumer import ENGINE_NAME, ConsumerSample
 from harness.ratelimit import RateLimiting
 
 
@@ -309,3 +309,33 @@ def test_cpu_per_return_counts_the_returns_of_jobs_nobody_was_told_ran() -> None
     row = next(line for line in text.splitlines() if line.startswith("| off |"))
     # 2 s over 27 + 53 returns
     assert "| 25.0 |" in row
+
+
+def test_the_master_s_cpu_per_return_is_shown_by_process_beside_the_consumer_s():
+    """Where one variant spends more CPU than another: every role's
+    milliseconds per return, the median over the runs; the consumer's
+    engine is shown and marked as not the master's."""
+    consumer = f"Engine(salt.loaded.ext.engines.{ENGINE_NAME})"
+    results = []
+    for run, queue_s in enumerate((2.0, 4.0, 3.0), start=1):
+        on = _limiter_on()
+        on.run = run
+        on.master_cpu_by_role = {
+            "MWorker default": 10.0,
+            "RateLimitQueueManager": queue_s,
+            consumer: 6.0,
+        }
+        off = VariantResult("off", None, run, expected_returns=20, received_cache=20)
+        off.ended_by = "all expected returns arrived"
+        off.master_cpu_by_role = {"MWorker default": 12.0, consumer: 6.0}
+        results += [on, off]
+    text = _text(results, options=StormOptions(minions=10, jobs=2))
+    section = text[text.index("## Master CPU by process") :]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:4]
+    # 20 returns each: on's queue manager 100-200 ms per return, 150 the median
+    assert rows == [
+        "| MWorker default | 500.00 (500.00-500.00) | 600.00 (600.00-600.00) |",
+        "| RateLimitQueueManager | 150.00 (100.00-200.00) | - |",
+        f"| {consumer} (not in master CPU) | 300.00 (300.00-300.00) "
+        "| 300.00 (300.00-300.00) |",
+    ]

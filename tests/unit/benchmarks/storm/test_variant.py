@@ -93,3 +93,19 @@ def test_any_other_storm_lasts_until_it_ended() -> None:
     assert storm_seconds(598.0, 1438.0, 1000.0, quiet=False) == 598.0
     assert storm_seconds(1800.0, 2040.0, 1000.0, quiet=False) == 1800.0
     assert storm_seconds(90.0, None, 1000.0, quiet=True) == 90.0
+
+
+def test_the_cpu_a_role_spent_is_what_it_used_between_the_two_readings() -> None:
+    from benchmarks.storm.variant import cpu_spent, master_roles
+
+    before = {"MWorker default": 10.0, "main": 1.0}
+    after = {"MWorker default": 14.5, "main": 1.5, "Engine(x.saltfleet_consumer)": 2.0}
+    spent = cpu_spent(before, after)
+    # a role that appeared in between spent all it shows
+    assert spent == {
+        "MWorker default": 4.5,
+        "main": 0.5,
+        "Engine(x.saltfleet_consumer)": 2.0,
+    }
+    # the consumer is a system beside the master, not the master's work
+    assert master_roles(spent) == {"MWorker default": 4.5, "main": 0.5}
