@@ -381,9 +381,10 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "Over time",
         _table(results, OVER_TIME),
         "Master CPU: the master's processes, the event consumer's engine "
-        "apart (see Master CPU by process). Driver CPU: the storm's own process (the presence pinger, "
-        "the submitters and the accounting of the bus), not in the master's; "
-        "it shares the box's cores with the master and the fleet.",
+        "apart (see Master CPU by process). Driver CPU: the storm's own "
+        "process (the presence pinger, the submitters and the accounting of "
+        "the bus), not in the master's; it shares the box's cores with the "
+        "master and the fleet.",
     )
 
 
