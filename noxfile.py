@@ -76,7 +76,17 @@ def _load(path: Path) -> types.ModuleType:
 
 
 def _vendor(session: nox.Session) -> None:
-    _run(session, "python", "-m", "series", "vendor", *_vendor_args(session))
+    # install=True: `nox --install-only` builds the wheel from salt/src, so it
+    # must vendor it first, or a fresh clone stops with "not vendored yet"
+    _run(
+        session,
+        "python",
+        "-m",
+        "series",
+        "vendor",
+        *_vendor_args(session),
+        install=True,
+    )
 
 
 def _vendor_args(session: nox.Session) -> list[str]:

@@ -43,6 +43,31 @@ def test_a_failed_commands_code_becomes_nox_s(noxfile, code) -> None:
     assert exited.value.code == code
 
 
+class _InstallOnly:
+    """A session under ``nox --install-only``: ``run`` is skipped, only
+    ``run_install`` runs."""
+
+    posargs: list[str] = []
+
+    def __init__(self) -> None:
+        self.installed: list[tuple[str, ...]] = []
+
+    def run(self, *args: str, **kwargs: object) -> None:
+        return None
+
+    def run_install(self, *args: str, **kwargs: object) -> bool:
+        self.installed.append(args)
+        return True
+
+
+def test_install_only_vendors_salt_so_its_wheel_can_be_built(noxfile) -> None:
+    # a fresh clone's `nox -s tests --install-only` builds the wheel from
+    # salt/src: vendoring it must not be skipped as a plain run would be
+    session = _InstallOnly()
+    noxfile._vendor(session)
+    assert session.installed == [("python", "-m", "series", "vendor")]
+
+
 class _Log:
     def __init__(self) -> None:
         self.lines: list[str] = []
