@@ -21,6 +21,7 @@ from typing import Any, Final, NamedTuple
 
 from benchmarks import report
 from benchmarks.storm.consumer import ConsumerRun
+from harness.consumer import ENGINE_NAME
 from harness.ratelimit import (
     PUBLISHED_OUTCOMES,
     QUEUED,
@@ -38,6 +39,19 @@ STORM_FUNCTIONS: Final = frozenset({"test.sleep", "state.apply"})
 STATE_DURATION: Final = (1.0, 5.0)
 #: before any function runs: a real minion forks a process per job
 START_JITTER: Final = (0.05, 0.5)
+
+
+def consumer_role(role: str) -> bool:
+    """Whether a process role (:func:`benchmarks.proctree.role`) is the
+    event consumer engine's: it stands for a system beside the master
+    (SUSE Manager), not for the master's own work."""
+    return ENGINE_NAME in role
+
+
+def master_roles(roles: dict[str, float]) -> dict[str, float]:
+    """PSS or CPU per role without the consumer engine's process."""
+    return {name: value for name, value in roles.items() if not consumer_role(name)}
+
 
 #: the outcomes after which a job's returns are expected
 PUBLISHED: Final = PUBLISHED_OUTCOMES

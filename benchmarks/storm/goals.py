@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from benchmarks import report
-from benchmarks.storm.accounting import PING_TIMEOUT, VariantResult
+from benchmarks.storm.accounting import PING_TIMEOUT, VariantResult, master_roles
 from benchmarks.storm.consumer import BOUND_S, ConsumerRun
 from benchmarks.storm.decide import DecideResult
-from harness.consumer import ENGINE_NAME
 from harness.ratelimit import RateLimiting
 
 #: presence pings answered within their timeout with the limiter on, at least
@@ -150,8 +149,8 @@ def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:
 
 
 def _called(result: VariantResult) -> str:
-    """How a goal line names a variant: ``limiter off``, ``tuned``."""
-    return {"on": "limiter on", "off": "limiter off"}.get(result.name, result.name)
+    """How a goal line names a variant other than on: ``limiter off``, ``tuned``."""
+    return "limiter off" if result.name == "off" else result.name
 
 
 def _combined(verdicts: list[bool | None]) -> bool | None:
@@ -190,18 +189,18 @@ def _relative(
     for other in others:
         theirs = value(other)
         reason = unfit(other)
-        if reason is None and (mine is None or theirs is None):
+        if reason is None:
+            if mine is not None and theirs is not None:
+                text, met = ratio_text(mine, theirs, limit)
+                parts.append(f"vs {other.name} {words(other)}: {text}")
+                verdicts.append(met)
+                continue
             reason = "a value missing"
-        if reason is not None or mine is None or theirs is None:
-            parts.append(
-                f"vs {other.name} {words(other)}: {NOT_MEASURED}, {reason} "
-                f"(goal <= {limit:g}x of {other.name})"
-            )
-            verdicts.append(None)
-            continue
-        text, met = ratio_text(mine, theirs, limit)
-        parts.append(f"vs {other.name} {words(other)}: {text}")
-        verdicts.append(met)
+        parts.append(
+            f"vs {other.name} {words(other)}: {NOT_MEASURED}, {reason} "
+            f"(goal <= {limit:g}x of {other.name})"
+        )
+        verdicts.append(None)
     return f"{head} " + "; ".join(parts), _combined(verdicts)
 
 
@@ -317,14 +316,14 @@ def _duration_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
         return None
 
     def seconds(result: VariantResult) -> str:
-        at_least = "at least " if result.cut and result is not on else ""
+        at_least = "at least " if result.cut else ""
         return f"{at_least}{result.storm_s:.0f} s"
 
     line, met = _relative(
         "storm duration", on, others, lambda r: r.storm_s, seconds, STORM_RATIO, unfit
     )
     if on.cut:
-        line += " (limiter on was cut short by --max-wait: at least that)"
+        line += " (limiter on was cut short by --max-wait)"
         if met:
             # a lower bound within the goal says nothing of the whole storm
             met = None
@@ -420,15 +419,11 @@ def _cpu_difference(
     """The master's roles that spent the most more CPU per return on than
     ``other``, the consumer engine's left out as the master's CPU leaves
     it out."""
-
-    def master(result: VariantResult) -> dict[str, float]:
-        return {
-            name: ms
-            for name, ms in cpu_per_return_by_role(result).items()
-            if ENGINE_NAME not in name
-        }
-
-    return _largest(master(on), master(other), shown)
+    return _largest(
+        master_roles(cpu_per_return_by_role(on)),
+        master_roles(cpu_per_return_by_role(other)),
+        shown,
+    )
 
 
 def _grown(

@@ -21,6 +21,7 @@ from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
     VariantResult,
+    consumer_role,
     whole,
     whole_runs,
 )
@@ -38,7 +39,6 @@ from benchmarks.storm.goals import (
 )
 from benchmarks.storm.options import StormOptions
 from benchmarks.storm.plot import Measure, consumer_plot, runs_plot, timeline_plot
-from harness.consumer import ENGINE_NAME
 from harness.ratelimit import RateLimiting
 
 PSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
@@ -425,11 +425,11 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
     first = names[0]
     # the master's roles, most CPU first, then the consumer's apart
     order = sorted(
-        roles, key=lambda role: (ENGINE_NAME in role, -median(first, role), role)
+        roles, key=lambda role: (consumer_role(role), -median(first, role), role)
     )
     rows = [
         (
-            role + (" (not in master CPU)" if ENGINE_NAME in role else ""),
+            role + (" (not in master CPU)" if consumer_role(role) else ""),
             *(_role_cell(per_run[name], role) for name in names),
         )
         for role in order

@@ -27,6 +27,7 @@ from benchmarks.storm.accounting import (
     Sample,
     VariantResult,
     job_cache_returns,
+    master_roles,
     ping_order,
     ping_targets,
     storm_jobs,
@@ -34,7 +35,6 @@ from benchmarks.storm.accounting import (
 from benchmarks.storm.consumer import ConsumerRun
 from benchmarks.storm.options import StormOptions
 from harness.consumer import (
-    ENGINE_NAME,
     ConsumerSettings,
     read_samples,
     stored_events,
@@ -58,13 +58,6 @@ WARM_UP_TIMEOUT: Final = 120
 #: what a master without the limiter is sampled as
 IDLE: Final = LimiterState(queued=0, points=0, budget=0)
 JOIN_TIMEOUT_S: Final = 30.0
-
-
-def master_roles(roles: dict[str, float]) -> dict[str, float]:
-    """PSS or CPU per role without the consumer engine's process: the
-    consumer stands for a system beside the master (SUSE Manager), not for
-    the master's own work."""
-    return {name: value for name, value in roles.items() if ENGINE_NAME not in name}
 
 
 def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

@@ -235,6 +235,7 @@ def test_a_storm_cut_by_max_wait_is_never_the_divisor_of_its_duration() -> None:
     on.ended_by, off.ended_by = "max wait of 1800s reached", "all returns"
     (duration,) = [g for g in goals([on, off], LIMITS, DECISIONS) if "dur" in g.name]
     assert duration.met is None and duration.line.endswith("not measured")
+    assert "storm duration on at least 900 s vs off 1800 s" in duration.line
 
 
 def _runs(on_seconds: tuple[float, ...]) -> list[VariantResult]:

@@ -96,7 +96,8 @@ def test_any_other_storm_lasts_until_it_ended() -> None:
 
 
 def test_the_cpu_a_role_spent_is_what_it_used_between_the_two_readings() -> None:
-    from benchmarks.storm.variant import cpu_spent, master_roles
+    from benchmarks.storm.accounting import master_roles
+    from benchmarks.storm.variant import cpu_spent
 
     before = {"MWorker default": 10.0, "main": 1.0}
     after = {"MWorker default": 14.5, "main": 1.5, "Engine(x.saltfleet_consumer)": 2.0}
