@@ -47,9 +47,8 @@ class _InstallOnly:
     """A session under ``nox --install-only``: ``run`` is skipped, only
     ``run_install`` runs."""
 
-    posargs: list[str] = []
-
     def __init__(self) -> None:
+        self.posargs: list[str] = []
         self.installed: list[tuple[str, ...]] = []
 
     def run(self, *args: str, **kwargs: object) -> None:
