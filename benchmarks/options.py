@@ -43,7 +43,12 @@ T = TypeVar("T", bound=_Options)
 
 
 def option(
-    default: Any, parse: Callable[[str], Any] | None, text: str, **extra: Any
+    default: Any,
+    parse: Callable[[str], Any] | None,
+    text: str,
+    *,
+    reproduced: bool = True,
+    **extra: Any,
 ) -> Any:
     """A field of an options class with what its flag needs: ``parse`` is the
     argparse type (None: a flag without a value, for a bool that is False by
@@ -51,8 +56,10 @@ def option(
     The help of a flag with a value ends in ``(default: <default>)`` unless
     ``text`` says its default itself. A ``default`` that is a
     :class:`FromSalt` is read when an options value or a parser is made, so
-    a default Salt owns is never restated."""
-    meta = {"parse": parse, "help": text, "extra": extra}
+    a default Salt owns is never restated. ``reproduced=False``: a flag about
+    how the benchmark runs, not what it measures, left out of the report's
+    Reproduce line."""
+    meta = {"parse": parse, "help": text, "extra": extra, "reproduced": reproduced}
     if isinstance(default, FromSalt):
         return field(default_factory=default, metadata=meta)
     return field(default=default, metadata=meta)
@@ -170,11 +177,12 @@ def reproduce_command(
     command: str, value: _Options, word: Callable[[Any], str] = str
 ) -> str:
     """``command`` and the flags of the fields of ``value`` that differ from
-    their defaults; ``word`` writes a field's value as its flag takes it."""
+    their defaults (those made with ``reproduced=False`` left out); ``word``
+    writes a field's value as its flag takes it."""
     words = [command]
     for spec in fields(value):
         current = getattr(value, spec.name)
-        if current == default_of(spec):
+        if current == default_of(spec) or not spec.metadata["reproduced"]:
             continue
         if isinstance(current, bool):
             words.append(flag(spec.name))

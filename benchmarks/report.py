@@ -9,6 +9,8 @@ import os
 import platform
 import statistics
 import subprocess
+import types
+import typing
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,9 +96,9 @@ def write(name: str, markdown: str) -> Path:
     return path
 
 
-def write_data(name: str, data: dict[str, Any]) -> Path:
-    """The raw measurements behind a report, as ``results/<name>.json``:
-    dataclasses become objects, sets sorted lists."""
+def data_json(data: dict[str, Any]) -> str:
+    """``data`` as the JSON of :func:`write_data`: dataclasses become
+    objects, sets sorted lists (:func:`from_plain` reads it back)."""
 
     def plain(value: Any) -> Any:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -111,10 +113,53 @@ def write_data(name: str, data: dict[str, Any]) -> Path:
             return [plain(v) for v in value]
         return value
 
+    return json.dumps(plain(data), sort_keys=True, default=str) + "\n"
+
+
+def write_data(name: str, data: dict[str, Any]) -> Path:
+    """The raw measurements behind a report, as ``results/<name>.json``
+    (:func:`data_json`)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(plain(data), sort_keys=True, default=str) + "\n")
+    path.write_text(data_json(data))
     return path
+
+
+def from_plain(kind: Any, value: Any) -> Any:
+    """What :func:`write_data` wrote as ``value``, rebuilt as ``kind`` (a
+    type: a dataclass, ``list[X]``, ``tuple[X, ...]``, ``dict[str, X]``,
+    ``Counter[str]``, ``X | None`` or a plain type). A dataclass field the
+    data lacks keeps its default, so data written before the field existed
+    still reads.
+
+    .. code-block:: python
+
+        result = from_plain(VariantResult, json.loads(path.read_text()))
+    """
+    if value is None:
+        return None
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (types.UnionType, typing.Union):
+        (inner,) = [arg for arg in args if arg is not type(None)]
+        return from_plain(inner, value)
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        hints = typing.get_type_hints(kind)
+        return kind(
+            **{
+                spec.name: from_plain(hints[spec.name], value[spec.name])
+                for spec in dataclasses.fields(kind)
+                if spec.init and spec.name in value
+            }
+        )
+    if origin is tuple:
+        return tuple(from_plain(args[0], item) for item in value)
+    if origin in (list, set, frozenset):
+        return origin(from_plain(args[0], item) for item in value)
+    if origin is not None and issubclass(origin, dict):
+        return origin({key: from_plain(args[-1], item) for key, item in value.items()})
+    if kind is float:
+        return float(value)
+    return value
 
 
 def pyplot() -> Any:

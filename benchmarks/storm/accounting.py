@@ -206,6 +206,9 @@ class VariantResult:
     pings_skipped: int = 0
     #: the event consumer on this variant's master; None: it had none
     consumer: ConsumerRun | None = None
+    #: when the storm started, UTC (``2026-11-27 21:14``): the runs of a
+    #: resumed storm come from more than one sitting
+    started: str = ""
 
     @property
     def label(self) -> str:

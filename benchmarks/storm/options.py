@@ -80,6 +80,15 @@ class StormOptions(MasterComparison):
         "NAME-timeline.png, NAME-consumer.png, NAME.json",
         metavar="NAME",
     )
+    resume: bool = option(
+        False,
+        None,
+        "go on with the interrupted storm of the same --output-name: keep its "
+        "finished runs (.saltfleet/storm/NAME/runs.json, written after every "
+        "run) and run only the rest; refused when the options other than "
+        "--runs, or the series, stack or benchmark code, differ",
+        reproduced=False,
+    )
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:

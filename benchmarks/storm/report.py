@@ -78,6 +78,7 @@ def report_lines(
     found = goals_over_runs(results, limits, decisions)
     return [
         *_intro(limits, options),
+        *_run_starts(results),
         *goal_lines(found),
         *why_lines(found),
         *_headline(results),
@@ -229,6 +230,19 @@ PINGS: Final[tuple[Column, ...]] = (
     ("first return p50 / p99", lambda r: _ping_cell([p.first_s for p in r.pings])),
     ("incomplete", lambda r: r.pings_incomplete),
 )
+
+
+def _run_starts(results: list[VariantResult]) -> list[Any]:
+    """When each run started: a resumed storm's runs come from more than one
+    sitting (``--resume``), and the machine's speed moves between them."""
+    starts: dict[int, str] = {}
+    for result in results:
+        if result.started:
+            starts.setdefault(result.run, result.started)
+    if not starts:
+        return []
+    runs = ", ".join(f"run {run} {at}" for run, at in sorted(starts.items()))
+    return [f"Runs started (UTC): {runs}.", ""]
 
 
 def _table(results: list[VariantResult], columns: Sequence[Column]) -> str:

@@ -15,6 +15,7 @@ import resource
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
@@ -149,6 +150,8 @@ class StormRun:
             driver_before = driver_cpu_seconds()
             self._started = time.monotonic()
             self._started_at = time.time()
+            with self.lock:
+                self.result.started = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
             position = self.listener.mark()
             threads = [
                 threading.Thread(
