@@ -18,8 +18,11 @@ exists for (:mod:`benchmarks.storm.consumer` says when it is bounded).
 
 During the storm, once a second:
 
-- master PSS, summed over every process of the master (shared pages
-  divided among the processes that map them, not counted once each);
+- master PSS, summed over the master's processes (shared pages divided
+  among the processes that map them, not counted once each), the event
+  consumer's engine and the harness's forwarding engine left out: the one
+  stands for a system beside the master, the other is the benchmark's
+  instrument (``accounting.beside_master``);
 - event-bus delay: how old the job returns are when a bus subscriber (the
   harness's forwarding engine) gets them; a bus with a backlog delivers old
   events;
@@ -41,8 +44,9 @@ At the end: jobs accepted / rejected / expired / published, returns
 expected (targets minus excluded minions; of a job still going out in
 slices, the minions of its slices so far) against received (the master's
 job cache, the ground truth), the highest number of jobs one minion had in
-flight; the CPU of the master's processes and, apart, of the storm's own
-process (the driver: pinger, submitters, accounting).
+flight; the CPU of the master's processes (those two engines apart) and,
+apart, of the storm's own process (the driver: pinger, submitters,
+accounting).
 
 Plus a micro-benchmark of one decision of the shipped criteria module,
 loaded through Salt's loader.

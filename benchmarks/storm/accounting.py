@@ -21,7 +21,8 @@ from typing import Any, Final, NamedTuple
 
 from benchmarks import report
 from benchmarks.storm.consumer import ConsumerRun
-from harness.consumer import ENGINE_NAME
+from harness.consumer import ENGINE_NAME as CONSUMER_ENGINE
+from harness.events import ENGINE_NAME as FORWARDER_ENGINE
 from harness.ratelimit import (
     PUBLISHED_OUTCOMES,
     QUEUED,
@@ -41,16 +42,18 @@ STATE_DURATION: Final = (1.0, 5.0)
 START_JITTER: Final = (0.05, 0.5)
 
 
-def consumer_role(role: str) -> bool:
-    """Whether a process role (:func:`benchmarks.proctree.role`) is the
-    event consumer engine's: it stands for a system beside the master
-    (SUSE Manager), not for the master's own work."""
-    return ENGINE_NAME in role
+def beside_master(role: str) -> bool:
+    """Whether a process role (:func:`benchmarks.proctree.role`) runs on the
+    master without being its own work: the event consumer engine, which
+    stands for a system beside the master (SUSE Manager), and the storm's
+    event forwarder (``saltfleet_events``), the benchmark's instrument, which
+    no production master runs."""
+    return CONSUMER_ENGINE in role or FORWARDER_ENGINE in role
 
 
 def master_roles(roles: dict[str, float]) -> dict[str, float]:
-    """PSS or CPU per role without the consumer engine's process."""
-    return {name: value for name, value in roles.items() if not consumer_role(name)}
+    """PSS or CPU per role without the processes :func:`beside_master`."""
+    return {name: value for name, value in roles.items() if not beside_master(name)}
 
 
 #: the outcomes after which a job's returns are expected
@@ -193,11 +196,11 @@ class VariantResult:
     minion_return_retries: int = 0
     minion_returns_given_up: int = 0
     minion_return_errors: int = 0
-    #: the master's CPU seconds over the storm, its event consumer's apart
-    #: (the consumer stands for a system beside the master)
+    #: the master's CPU seconds over the storm, the processes
+    #: :func:`beside_master` (the event consumer, the event forwarder) apart
     master_cpu_s: float = 0.0
     #: CPU seconds over the storm per process role of the master's tree
-    #: (benchmarks.proctree.role), the consumer engine's among them
+    #: (benchmarks.proctree.role), those beside the master among them
     master_cpu_by_role: dict[str, float] = field(default_factory=dict)
     #: the storm's own process over the storm (pinger, submitters, accounting)
     driver_cpu_s: float = 0.0

@@ -368,8 +368,8 @@ def _return_rate(result: VariantResult) -> float:
 
 
 def cpu_per_return(result: VariantResult) -> float | None:
-    """Master CPU milliseconds per return it handled (its event consumer
-    apart); None without a return."""
+    """Master CPU milliseconds per return it handled (its event consumer and
+    the benchmark's event forwarder apart); None without a return."""
     if not result.returns_handled:
         return None
     return 1000 * result.master_cpu_s / result.returns_handled
@@ -403,7 +403,8 @@ def _cpu_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
 
 def cpu_per_return_by_role(result: VariantResult) -> dict[str, float]:
     """Master CPU milliseconds per return handled, per process role
-    (:func:`benchmarks.proctree.role`), the event consumer's among them."""
+    (:func:`benchmarks.proctree.role`), those beside the master (the event
+    consumer, the event forwarder) among them."""
     handled = result.returns_handled
     if not handled:
         return {}
@@ -417,8 +418,8 @@ def _cpu_difference(
     on: VariantResult, other: VariantResult, shown: int = 3
 ) -> list[tuple[str, float]]:
     """The master's roles that spent the most more CPU per return on than
-    ``other``, the consumer engine's left out as the master's CPU leaves
-    it out."""
+    ``other``, the consumer's and the forwarder's left out as the
+    master's CPU leaves them out."""
     return _largest(
         master_roles(cpu_per_return_by_role(on)),
         master_roles(cpu_per_return_by_role(other)),

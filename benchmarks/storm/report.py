@@ -21,7 +21,7 @@ from benchmarks.storm.accounting import (
     START_JITTER,
     STATE_DURATION,
     VariantResult,
-    consumer_role,
+    beside_master,
     whole,
     whole_runs,
 )
@@ -293,7 +293,8 @@ def _headline(results: list[VariantResult]) -> list[Any]:
         "completed pings are those every target answered within the timeout, "
         "so their times never include the timeout; master CPU per return "
         "divides the master's CPU seconds over the storm (its event consumer's "
-        "apart) by the storm's returns it handled: those in its job cache, "
+        "and the benchmark's event forwarder's apart; master PSS leaves them "
+        "out too) by the storm's returns it handled: those in its job cache, "
         "and those of jobs run though their submission failed (see End "
         "counts).",
         "",
@@ -395,7 +396,8 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "Over time",
         _table(results, OVER_TIME),
         "Master CPU: the master's processes, the event consumer's engine "
-        "apart (see Master CPU by process). Driver CPU: the storm's own "
+        "and the benchmark's event forwarder apart (see Master CPU by "
+        "process). Driver CPU: the storm's own "
         "process (the presence pinger, the submitters and the accounting of "
         "the bus), not in the master's; it shares the box's cores with the "
         "master and the fleet.",
@@ -437,13 +439,14 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
         return report.median(values) if values else 0.0
 
     first = names[0]
-    # the master's roles, most CPU first, then the consumer's apart
+    # the master's roles, most CPU first, then the consumer's and the
+    # forwarder's apart
     order = sorted(
-        roles, key=lambda role: (consumer_role(role), -median(first, role), role)
+        roles, key=lambda role: (beside_master(role), -median(first, role), role)
     )
     rows = [
         (
-            role + (" (not in master CPU)" if consumer_role(role) else ""),
+            role + (" (not in master CPU)" if beside_master(role) else ""),
             *(_role_cell(per_run[name], role) for name in names),
         )
         for role in order
@@ -454,8 +457,9 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
         "spent over the storm per return the master handled (the MWorkers of "
         "one pool are one role), per variant the median over its runs not cut "
         "short, their range in brackets. The event consumer's engine stands "
-        "for SUSE Manager beside the master: its CPU is shown, not counted in "
-        "the master's.",
+        "for SUSE Manager beside the master, and the event forwarder "
+        "(`saltfleet_events`) is the benchmark's own instrument: their CPU is "
+        "shown, not counted in the master's.",
         report.table(["process", *(f"{name} ms per return" for name in names)], rows),
     )
 
@@ -481,7 +485,8 @@ def _memory_section(results: list[VariantResult]) -> list[Any]:
         "The event consumer's engine process is not counted here nor in the "
         "master's PSS: it "
         "stands for SUSE Manager beside the master (its RSS is in the "
-        "consumer's table).",
+        "consumer's table); nor is the event forwarder (`saltfleet_events`), "
+        "the engine through which the benchmark watches the master's bus.",
         "",
         report.table(
             ["variant", "process", "first MiB", "end MiB", "growth MiB"],

@@ -100,13 +100,20 @@ def test_the_cpu_a_role_spent_is_what_it_used_between_the_two_readings() -> None
     from benchmarks.storm.variant import cpu_spent
 
     before = {"MWorker default": 10.0, "main": 1.0}
-    after = {"MWorker default": 14.5, "main": 1.5, "Engine(x.saltfleet_consumer)": 2.0}
+    after = {
+        "MWorker default": 14.5,
+        "main": 1.5,
+        "Engine(x.saltfleet_consumer)": 2.0,
+        "Engine(x.saltfleet_events)": 1.0,
+    }
     spent = cpu_spent(before, after)
     # a role that appeared in between spent all it shows
     assert spent == {
         "MWorker default": 4.5,
         "main": 0.5,
         "Engine(x.saltfleet_consumer)": 2.0,
+        "Engine(x.saltfleet_events)": 1.0,
     }
-    # the consumer is a system beside the master, not the master's work
+    # the consumer is a system beside the master and the forwarder the
+    # benchmark's instrument: neither is the master's work
     assert master_roles(spent) == {"MWorker default": 4.5, "main": 0.5}
