@@ -126,8 +126,8 @@ def _start_again(logs: Path) -> None:
         kept.replace(aside)
         print(
             f"the previous storm's finished runs are set aside in {aside}; "
-            f"to go on with them instead, stop this one, move that file back "
-            f"to {kept} and add --resume",
+            f"to go on with them instead, stop this storm, run `mkdir -p {logs} "
+            f"&& mv {aside} {kept}` and start it again with --resume",
             flush=True,
         )
     shutil.rmtree(logs, ignore_errors=True)  # the previous storm's logs

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def test_resume_refuses_what_would_not_compare(
 
 
 def test_a_storm_without_resume_starts_again_and_sets_the_kept_runs_aside(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     storm = _Storm(monkeypatch, tmp_path)
     kept = tmp_path / "logs" / "storm" / storm_run.RUNS_FILE
@@ -154,6 +155,12 @@ def test_a_storm_without_resume_starts_again_and_sets_the_kept_runs_aside(
     assert not kept.exists()
     aside = tmp_path / "logs" / f"storm.previous-{storm_run.RUNS_FILE}"
     assert aside.read_text() == first
+    # the printed way back works: its command, then --resume
+    hint = capsys.readouterr().out
+    subprocess.run(["bash", "-c", hint.split("`")[1]], check=True)
+    storm.ran, storm.stop_at = [], None
+    storm_run.run(StormOptions(runs=2, variants=("on",), resume=True))
+    assert storm.ran == [] and [r.run for r in storm.reported] == [1, 2]
 
 
 def test_runs_are_kept_under_the_code_they_ran_even_if_it_changes_meanwhile(
