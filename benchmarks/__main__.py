@@ -13,6 +13,7 @@ from benchmarks import options
 from benchmarks.names import BENCHMARKS
 from benchmarks.pkgstates.options import PkgstatesOptions
 from benchmarks.plain_options import (
+    ClientDrainOptions,
     InterfacesOptions,
     MinionsOptions,
     PillarCompileOptions,
@@ -59,6 +60,7 @@ RUNS: Final[dict[str, tuple[str, type[Any]]]] = {
     "pkgstates": ("benchmarks.pkgstates.run", PkgstatesOptions),
     "pillar-compile": ("benchmarks.pillar_compile", PillarCompileOptions),
     "router": ("benchmarks.router_functions", RouterOptions),
+    "client-drain": ("benchmarks.client_drain", ClientDrainOptions),
 }
 
 

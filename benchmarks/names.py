@@ -19,6 +19,7 @@ BENCHMARKS: Final = {
     "pkgstates": "package states: PostgreSQL + ext_pillar vs per-minion SLS files",
     "pillar-compile": "master CPU per _pillar request: pristine 3008.3 vs the series",
     "router": "pool router CPU per request, functions routes vs without",
+    "client-drain": "a LocalClient's lag on a busy bus: pristine 3008.3 vs the series",
 }
 
 

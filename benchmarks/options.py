@@ -213,7 +213,7 @@ class BenchOptions:
         """A field's value as its flag takes it: a tuple comma-separated, a
         float without trailing zeros."""
         if isinstance(value, tuple):
-            return ",".join(value)
+            return ",".join(str(item) for item in value)
         if isinstance(value, float):
             return f"{value:g}"
         return str(value)

@@ -155,14 +155,12 @@ def write_report(
     by_key = {(m.variant, m.pillar): m for m in results}
     pristine = VARIANTS[0].name
     lines = [
-        "# Pillar compiles: master CPU per `_pillar` request",
-        "",
-        report.environment(),
-        f"Salt trees measured: {commits}.",
-        "",
-        f"Regenerate: `{opts.reproduce_command()}` "
-        f"(writes `benchmarks/results/{NAME}.md`, `.json` and `.png`).",
-        "",
+        *report.trees_header(
+            "Pillar compiles: master CPU per `_pillar` request",
+            NAME,
+            opts.reproduce_command(),
+            commits,
+        ),
         "## Method",
         "",
         f"A fleet of {fleet_size} generated minions (the `pillar` benchmark's "

@@ -15,6 +15,7 @@ differs from the defaults.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -29,7 +30,7 @@ from benchmarks.options import (
 )
 from benchmarks.pillar import DEFAULT_VARIANTS as PILLAR_VARIANTS
 from benchmarks.pillar import variant_list
-from harness.argtypes import positive
+from harness.argtypes import positive, positive_seconds
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,42 @@ class RouterOptions(BenchOptions):
     NAME: ClassVar[str] = "router"
     runs: int = runs_option(5, of="layout")
     requests: int = option(2000, positive, "requests per layout and run")
+
+    def __post_init__(self) -> None:
+        check_runs(self.runs)
+
+
+def rates(value: str) -> tuple[int, ...]:
+    """``--rates``: event rates a second, comma-separated, each 0 or more,
+    no rate twice."""
+    try:
+        parsed = tuple(int(word) for word in value.split(","))
+    except ValueError:
+        parsed = ()
+    if not parsed or min(parsed) < 0 or len(set(parsed)) != len(parsed):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: want whole numbers of events a second, 0 or more, "
+            "comma-separated, each once (e.g. 0,100,200,400)"
+        )
+    return parsed
+
+
+@dataclass(frozen=True)
+class ClientDrainOptions(BenchOptions):
+    """``client-drain``: a LocalClient's lag on a busy bus, pristine vs series."""
+
+    NAME: ClassVar[str] = "client-drain"
+    rates: tuple[int, ...] = option(
+        (0, 100, 200, 400),
+        rates,
+        "events a second of other tags fired onto the bus, comma-separated "
+        "(default: 0,100,200,400)",
+    )
+    delay: float = option(
+        2.0, positive_seconds, "seconds each minion takes to answer a ping"
+    )
+    pings: int = option(4, positive, "pings per variant, rate and run")
+    runs: int = runs_option(of="rate")
 
     def __post_init__(self) -> None:
         check_runs(self.runs)

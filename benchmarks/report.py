@@ -73,6 +73,22 @@ def environment() -> str:
     )
 
 
+def trees_header(title: str, name: str, command: str, commits: str) -> list[str]:
+    """The first lines of report ``name`` of a benchmark that compares Salt
+    trees: its title, where and when, the trees (``commits``, from
+    :func:`benchmarks.salt_trees.describe_commits`) and how to regenerate it."""
+    return [
+        f"# {title}",
+        "",
+        environment(),
+        f"Salt trees measured: {commits}.",
+        "",
+        f"Regenerate: `{command}` "
+        f"(writes `benchmarks/results/{name}.md`, `.json` and `.png`).",
+        "",
+    ]
+
+
 def analysis_name(name: str) -> str:
     """The file of report ``name``'s analysis written by hand: a regenerated
     report never overwrites it, and links to it while it exists."""

@@ -21,7 +21,7 @@ def test_an_unknown_name_is_refused_with_the_valid_choices() -> None:
     message = unknown_benchmark(["nosuchbench", "--minions", "5"])
     assert message == (
         "unknown benchmark 'nosuchbench': choose from minions, pillar, interfaces, storm, query, "
-        "pkgstates, pillar-compile, router"
+        "pkgstates, pillar-compile, router, client-drain"
     )
 
 
@@ -66,6 +66,9 @@ def test_every_benchmark_runs_with_its_options_at_their_defaults(
         (["router", "--runs", "1"], "--runs 1: at least 3"),
         (["pillar-compile", "--fleet", "10"], "exceed --fleet 10"),
         (["pillar", "--variants", "nosuch"], "invalid variants 'nosuch'"),
+        (["client-drain", "--rates", "0,-5"], "'0,-5': want whole numbers"),
+        (["client-drain", "--rates", "100,100"], "each once"),
+        (["client-drain", "--rates", "fast"], "'fast': want whole numbers"),
     ],
 )
 def test_bad_sizes_are_a_usage_error_not_a_traceback(
