@@ -23,6 +23,7 @@ from benchmarks import report
 from benchmarks.storm.consumer import ConsumerRun
 from harness.consumer import ENGINE_NAME as CONSUMER_ENGINE
 from harness.events import ENGINE_NAME as FORWARDER_ENGINE
+from harness.events import Event
 from harness.ratelimit import (
     PUBLISHED_OUTCOMES,
     QUEUED,
@@ -101,6 +102,23 @@ class Ping:
     first_s: float | None = None
     #: the minions pinged (fewer than PING_TARGETS in a smaller fleet)
     targets: int = PING_TARGETS
+    #: the ping's jid ("" until the master answered the publish) and when
+    #: it was sent, on the wall clock
+    jid: str = ""
+    began_at: float = 0.0
+    #: until the last target's return reached the master's bus (the
+    #: harness's listener), None if not every target's did; and how many
+    #: targets' returns reached it within PING_TIMEOUT (:func:`stamp_on_bus`)
+    bus_s: float | None = None
+    bus_returned: int = 0
+
+    @property
+    def on_bus_in_time(self) -> bool:
+        """Whether every target's return reached the master's bus within
+        PING_TIMEOUT: what the master and the minions did, whatever the
+        client made of it (a LocalClient that reads the bus slower than it
+        fills sees them late)."""
+        return self.bus_returned >= self.targets
 
     @property
     def answered(self) -> bool:
@@ -270,6 +288,14 @@ class VariantResult:
         timed out has no time of its own, only the timeout); None without one."""
         seconds = [p.seconds for p in self.answered_pings]
         return report.percentile(seconds, q) if seconds else None
+
+    @property
+    def ping_on_bus_share(self) -> float | None:
+        """Pings whose every return reached the bus in time, per tick; None
+        without a tick."""
+        if not self.ping_ticks:
+            return None
+        return sum(1 for p in self.pings if p.on_bus_in_time) / self.ping_ticks
 
     @property
     def pings_incomplete(self) -> int:
@@ -515,6 +541,23 @@ def job_cache_returns(
         if job.is_dir():
             found[jid] = sum(1 for _ in job.glob("*/return.p"))
     return found
+
+
+def stamp_on_bus(pings: Iterable[Ping], events: Iterable[Event]) -> None:
+    """Set each ping's :attr:`Ping.bus_s` and :attr:`Ping.bus_returned`
+    from ``events``, the bus as the harness's listener stamped it: when
+    the first return of each target (``salt/job/<jid>/ret/<id>``) arrived."""
+    by_jid = {ping.jid: ping for ping in pings if ping.jid}
+    arrived: dict[str, dict[str, float]] = {}
+    for event in events:
+        parts = event.tag.split("/", 4)
+        ours = len(parts) == 5 and parts[:2] == ["salt", "job"] and parts[3] == "ret"
+        if ours and parts[2] in by_jid:
+            arrived.setdefault(parts[2], {}).setdefault(parts[4], event.received)
+    for jid, ping in by_jid.items():
+        seconds = sorted(at - ping.began_at for at in arrived.get(jid, {}).values())
+        ping.bus_returned = sum(1 for s in seconds if s <= PING_TIMEOUT)
+        ping.bus_s = seconds[-1] if len(seconds) >= ping.targets else None
 
 
 def ping_order(ids: Sequence[str], seed: int = 11) -> list[str]:

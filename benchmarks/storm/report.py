@@ -34,6 +34,7 @@ from benchmarks.storm.goals import (
     cpu_per_return_by_role,
     goal_lines,
     goals_over_runs,
+    on_bus_words,
     took_words,
     why_lines,
 )
@@ -226,6 +227,11 @@ PINGS: Final[tuple[Column, ...]] = (
     ("variant", lambda r: r.label),
     ("answered in time", lambda r: answered_words(r)),
     ("completed p50 / p99 s", lambda r: completed_words(r)),
+    ("on the bus in time", lambda r: on_bus_words(r)),
+    (
+        "last return on the bus p50 / p99",
+        lambda r: _ping_cell([p.bus_s for p in r.pings]),
+    ),
     ("publish p50 / p99", lambda r: _ping_cell([p.publish_s for p in r.pings])),
     ("first return p50 / p99", lambda r: _ping_cell([p.first_s for p in r.pings])),
     ("incomplete", lambda r: r.pings_incomplete),
@@ -413,7 +419,12 @@ def _ping_section(results: list[VariantResult]) -> list[Any]:
         "tick (a skipped tick counts as a failure); completed: the time of "
         "the answered pings only (a ping that timed out has no time of its "
         "own). Seconds from the start of `LocalClient.cmd_iter` until the "
-        "master answered the publish with the jid, and until the first return.",
+        "master answered the publish with the jid, and until the first return. "
+        "On the bus: when every target's return reached the master's event "
+        "bus (the harness's listener, fed by the master's forwarder engine, "
+        "stamps each event), however late the client read it: a ping "
+        "answered on the bus but not in time is the client's delay, not the "
+        "master's or the minions'.",
         _table(results, PINGS),
         "A presence ping is incomplete when fewer "
         f"than {PING_TARGETS} minions answered within its timeout (then its "

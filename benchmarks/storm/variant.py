@@ -31,6 +31,7 @@ from benchmarks.storm.accounting import (
     master_roles,
     ping_order,
     ping_targets,
+    stamp_on_bus,
     storm_jobs,
 )
 from benchmarks.storm.consumer import ConsumerRun
@@ -187,6 +188,8 @@ class StormRun:
                 self._stop.set()
                 for thread in threads:
                     thread.join(timeout=JOIN_TIMEOUT_S)
+        with self.lock:
+            stamp_on_bus(self.result.pings, self.listener.since(position)[0])
         self._count(
             cpu_spent(cpu_before, proctree.cpu_by_role(master_pid)),
             driver_cpu_seconds() - driver_before,
@@ -288,7 +291,7 @@ class StormRun:
 
     def _one_ping(self, at: float, targets: list[str]) -> None:
         began = time.monotonic()
-        ping = Ping(at, 0.0, 0, targets=len(targets))
+        ping = Ping(at, 0.0, 0, targets=len(targets), began_at=time.time())
         try:
             client = self._ping_client()
             for item in client.cmd_iter(
@@ -300,6 +303,7 @@ class StormRun:
             ):
                 if item and "jid" in item and "minions" in item:
                     ping.publish_s = time.monotonic() - began
+                    ping.jid = str(item["jid"])
                     continue
                 if ping.first_s is None:
                     ping.first_s = time.monotonic() - began

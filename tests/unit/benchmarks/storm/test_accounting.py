@@ -11,6 +11,7 @@ import pickle
 import threading
 from pathlib import Path
 
+import pytest
 from salt.utils.jid import jid_dir
 
 from benchmarks.proctree import role
@@ -18,10 +19,12 @@ from benchmarks.storm.accounting import (
     PING_TARGETS,
     JobBook,
     JobTrack,
+    Ping,
     VariantResult,
     job_cache_returns,
     ping_order,
     ping_targets,
+    stamp_on_bus,
     storm_jobs,
 )
 from harness.events import Event
@@ -310,3 +313,29 @@ def test_a_job_going_out_in_slices_expects_the_returns_of_its_slices_so_far():
     assert result.targets_unpublished == 0
     book.feed([_ret("9", "d", at=130.0)])
     assert book.in_flight() == 0 and book.jobs["9"].completed == 130.0
+
+
+def test_a_ping_is_stamped_with_when_its_returns_reached_the_bus() -> None:
+    pings = [
+        Ping(1.0, 12.0, 1, targets=2, jid="111", began_at=100.0),
+        Ping(2.0, 0.5, 2, targets=2, jid="222", began_at=200.0),
+        Ping(3.0, 10.0, 0, targets=2),  # the master never answered its publish
+    ]
+    stamp_on_bus(
+        pings,
+        [
+            Event("salt/job/111/ret/evil-0001", {}, 101.0),
+            Event("salt/job/111/ret/evil-0001", {}, 101.5),  # a duplicate
+            Event("salt/job/111/ret/evil-0002", {}, 111.0),  # past the timeout
+            Event("salt/job/222/new", {}, 200.1),
+            Event("salt/job/222/ret/evil-0003", {}, 200.2),
+            Event("salt/job/222/ret/evil-0004", {}, 200.4),
+            Event("salt/job/333/ret/evil-0004", {}, 200.4),  # not a ping's
+        ],
+    )
+    assert (pings[0].bus_s, pings[0].bus_returned) == (11.0, 1)
+    assert not pings[0].on_bus_in_time
+    assert pings[1].bus_s == pytest.approx(0.4) and pings[1].on_bus_in_time
+    assert (pings[2].bus_s, pings[2].bus_returned) == (None, 0)
+    result = VariantResult("off", None, 1, pings=pings, pings_skipped=1)
+    assert result.ping_on_bus_share == 0.25
