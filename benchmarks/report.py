@@ -53,6 +53,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def utc_minute() -> str:
+    """Now, to the minute, as the reports write a time (in UTC)."""
+    return f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+
+
 def environment() -> str:
     """One paragraph on where the numbers come from."""
     import salt.version
@@ -67,7 +72,7 @@ def environment() -> str:
     except OSError:
         commit = "?"
     return (
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
+        f"Measured {utc_minute()} UTC on {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, "
         f"Salt {salt.version.__version__} (patched tree), saltfleet {commit or '?'}."
     )

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from benchmarks.options import flag
 from benchmarks.report import RESULTS, data_json, from_plain
 from benchmarks.salt_trees import (
     MASTER_MWORKERS,
@@ -57,6 +58,8 @@ MEASURED_CODE: Final = (
     "evil_minions",
     "benchmarks",
 )
+#: the options a resumed storm may give otherwise than the one it goes on from
+MAY_CHANGE: Final = frozenset({"runs", "resume"})
 #: the files of MEASURED_CODE that count (no suffix: ``patches/series``,
 #: ``salt/UPSTREAM``); an editor's swap file or a patch's ``.orig`` does not
 MEASURED_SUFFIXES: Final = frozenset({".py", ".patch", ".sql", ".toml", ".yml", ""})
@@ -93,7 +96,8 @@ def run(options: StormOptions) -> Path:
         work = Path(tmp)
         work.chmod(0o755)
         pristine = None
-        if "tuned" in options.variants:
+        # a resumed storm with all its runs kept only writes the report
+        if "tuned" in options.variants and first <= options.runs:
             print("extracting pristine 3008.3 for the tuned master", flush=True)
             pristine = extract_pristine(work)
         for run_no in range(first, options.runs + 1):
@@ -154,10 +158,39 @@ def code_fingerprint(root: Path = PROJECT_ROOT) -> str:
     return digest.hexdigest()[:16]
 
 
-def _what_is_measured(options: StormOptions) -> str:
-    """The options a resumed storm must share with the one it goes on from:
-    all but the number of runs and ``--resume`` itself."""
-    return dataclasses.replace(options, runs=1, resume=False).reproduce_command()
+def _what_is_measured(options: StormOptions) -> dict[str, Any]:
+    """The options a resumed storm must share with the one it goes on from,
+    by name and as kept in JSON: every field but :data:`MAY_CHANGE`, read
+    from the fields themselves (a flag left out of the Reproduce line may
+    still change what is measured)."""
+    measured: dict[str, Any] = json.loads(
+        data_json(
+            {
+                spec.name: getattr(options, spec.name)
+                for spec in dataclasses.fields(options)
+                if spec.name not in MAY_CHANGE
+            }
+        )
+    )
+    return measured
+
+
+def _differences(kept: Any, wanted: dict[str, Any]) -> str:
+    """The options in which ``kept`` (what a runs file says) and ``wanted``
+    differ, as flags: ``--jobs 100 (now 200)``."""
+    if not isinstance(kept, dict):
+        kept = {}
+
+    def word(value: Any) -> str:
+        if isinstance(value, list):
+            return ",".join(str(item) for item in value)
+        return "none" if value is None else str(value)
+
+    return ", ".join(
+        f"{flag(name)} {word(kept.get(name))} (now {word(wanted.get(name))})"
+        for name in sorted(kept.keys() | wanted.keys())
+        if kept.get(name) != wanted.get(name)
+    )
 
 
 def save_runs(
@@ -168,7 +201,13 @@ def save_runs(
     ``--resume``; return the file."""
     logs.mkdir(parents=True, exist_ok=True)
     path = logs / RUNS_FILE
-    data = {"options": _what_is_measured(options), "code": code, "variants": results}
+    data = {
+        # for people reading the file; a resume compares "measured"
+        "options": options.reproduce_command(),
+        "measured": _what_is_measured(options),
+        "code": code,
+        "variants": results,
+    }
     # a storm stopped while it writes keeps the runs written before
     partial = path.with_name(f"{RUNS_FILE}.partial")
     partial.write_text(data_json(data))
@@ -192,11 +231,11 @@ def resumed_runs(options: StormOptions, logs: Path, code: str) -> list[VariantRe
     except (OSError, ValueError) as exc:
         raise HarnessError(f"cannot resume from {path}: {exc}") from None
     wanted = _what_is_measured(options)
-    if data.get("options") != wanted:
+    if data.get("measured") != wanted:
         raise HarnessError(
-            f"cannot resume: the kept runs in {path} measured "
-            f"`{data.get('options')}`, not `{wanted}` (only --runs may change); "
-            "run without --resume to start again"
+            f"cannot resume: the kept runs in {path} measured other options: "
+            f"{_differences(data.get('measured'), wanted)} (only --runs may "
+            "change); run without --resume to start again"
         )
     if data.get("code") != code:
         raise HarnessError(

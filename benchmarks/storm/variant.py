@@ -15,7 +15,6 @@ import resource
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
@@ -152,7 +151,7 @@ class StormRun:
             self._started = time.monotonic()
             self._started_at = time.time()
             with self.lock:
-                self.result.started = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+                self.result.started = report.utc_minute()
             position = self.listener.mark()
             threads = [
                 threading.Thread(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import subprocess
@@ -130,8 +131,11 @@ def test_resume_refuses_what_would_not_compare(
         storm_run.run(StormOptions(resume=True))
 
     storm_run.run(StormOptions(runs=1))
-    with pytest.raises(HarnessError, match="only --runs may change"):
+    with pytest.raises(HarnessError, match="only --runs may change") as refused:
         storm_run.run(StormOptions(runs=3, jobs=100, resume=True))
+    assert "--jobs 200 (now 100)" in str(refused.value)
+    with pytest.raises(HarnessError, match=r"--variants on,off \(now on\)"):
+        storm_run.run(StormOptions(runs=3, variants=("on",), resume=True))
 
     monkeypatch.setattr(storm_run, "code_fingerprint", lambda: "changed")
     with pytest.raises(HarnessError, match="benchmark changed"):
@@ -196,6 +200,33 @@ def test_the_code_fingerprint_follows_the_measured_code_not_the_reports(
     changed = storm_run.code_fingerprint(tmp_path)
     (tmp_path / "salt" / "UPSTREAM").write_text("3008.4\n")
     assert storm_run.code_fingerprint(tmp_path) != changed
+
+
+def test_resume_compares_every_option_but_the_runs_even_those_not_reproduced() -> None:
+    measured = storm_run._what_is_measured(StormOptions(runs=3, resume=True))
+    every = {spec.name for spec in dataclasses.fields(StormOptions)}
+    assert set(measured) == every - {"runs", "resume"}
+    assert measured["variants"] == ["on", "off"]
+
+
+def test_a_resume_with_every_run_kept_only_reports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    storm = _Storm(monkeypatch, tmp_path)
+    extracted: list[Path] = []
+
+    def extract(work: Path) -> Path:
+        extracted.append(work)
+        return work / "salt"
+
+    monkeypatch.setattr(storm_run, "extract_pristine", extract)
+    storm_run.run(StormOptions(runs=1, variants=("on", "tuned")))
+    assert len(extracted) == 1
+    storm_run.run(StormOptions(runs=1, variants=("on", "tuned"), resume=True))
+    # nothing left to run: no pristine tree extracted for it
+    assert len(extracted) == 1
+    assert storm.ran == [("on", 1), ("tuned", 1)]
+    assert [(r.name, r.run) for r in storm.reported] == storm.ran
 
 
 def test_resume_is_not_part_of_the_reproduce_line() -> None:
