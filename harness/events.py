@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,22 @@ class Event:
     tag: str
     data: dict[str, Any]
     received: float
+
+    @property
+    def fired_at(self) -> float | None:
+        """When the master fired the event onto its bus (its ``_stamp``, on
+        the wall clock), before the forwarder and the listener handled it;
+        None without a readable stamp."""
+        stamp = self.data.get("_stamp")
+        if not isinstance(stamp, str):
+            return None
+        try:
+            fired = datetime.fromisoformat(stamp)
+        except ValueError:
+            return None
+        if fired.tzinfo is None:  # Salt stamps UTC without saying so
+            fired = fired.replace(tzinfo=UTC)
+        return fired.timestamp()
 
 
 class EventListener:

@@ -10,7 +10,6 @@ made-up events.
 
 from __future__ import annotations
 
-import datetime
 import random
 import threading
 from collections import Counter
@@ -115,9 +114,9 @@ class Ping:
     @property
     def on_bus_in_time(self) -> bool:
         """Whether every target's return reached the master's bus within
-        PING_TIMEOUT: what the master and the minions did, whatever the
-        client made of it (a LocalClient that reads the bus slower than it
-        fills sees them late)."""
+        PING_TIMEOUT: what the master and the minions did with a ping that
+        was sent, however late the client read it (a LocalClient that reads
+        the bus slower than it fills sees them late)."""
         return self.bus_returned >= self.targets
 
     @property
@@ -291,11 +290,12 @@ class VariantResult:
 
     @property
     def ping_on_bus_share(self) -> float | None:
-        """Pings whose every return reached the bus in time, per tick; None
-        without a tick."""
-        if not self.ping_ticks:
+        """Pings whose every return reached the bus in time, per ping sent
+        (a skipped tick sent none: the client held every slot); None
+        without a ping."""
+        if not self.pings:
             return None
-        return sum(1 for p in self.pings if p.on_bus_in_time) / self.ping_ticks
+        return sum(1 for p in self.pings if p.on_bus_in_time) / len(self.pings)
 
     @property
     def pings_incomplete(self) -> int:
@@ -385,17 +385,9 @@ def _storm_return(item: _JobEvent) -> bool:
     )
 
 
-def _stamp_age(event: Any) -> float | None:
-    stamp = event.data.get("_stamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        fired = datetime.datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    if fired.tzinfo is None:
-        fired = fired.replace(tzinfo=datetime.UTC)
-    return max(0.0, float(event.received) - fired.timestamp())
+def _stamp_age(event: Event) -> float | None:
+    fired = event.fired_at
+    return None if fired is None else max(0.0, event.received - fired)
 
 
 class JobBook:
@@ -545,15 +537,19 @@ def job_cache_returns(
 
 def stamp_on_bus(pings: Iterable[Ping], events: Iterable[Event]) -> None:
     """Set each ping's :attr:`Ping.bus_s` and :attr:`Ping.bus_returned`
-    from ``events``, the bus as the harness's listener stamped it: when
-    the first return of each target (``salt/job/<jid>/ret/<id>``) arrived."""
+    from ``events``: when the master fired the first return of each target
+    (``salt/job/<jid>/ret/<id>``) onto its bus, by the event's ``_stamp``
+    (the listener's arrival without one: the forwarder lags the bus by
+    seconds on a busy master)."""
     by_jid = {ping.jid: ping for ping in pings if ping.jid}
     arrived: dict[str, dict[str, float]] = {}
     for event in events:
         parts = event.tag.split("/", 4)
         ours = len(parts) == 5 and parts[:2] == ["salt", "job"] and parts[3] == "ret"
         if ours and parts[2] in by_jid:
-            arrived.setdefault(parts[2], {}).setdefault(parts[4], event.received)
+            fired = event.fired_at
+            at = event.received if fired is None else fired
+            arrived.setdefault(parts[2], {}).setdefault(parts[4], at)
     for jid, ping in by_jid.items():
         seconds = sorted(at - ping.began_at for at in arrived.get(jid, {}).values())
         ping.bus_returned = sum(1 for s in seconds if s <= PING_TIMEOUT)

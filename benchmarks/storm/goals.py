@@ -271,13 +271,14 @@ def answered_words(result: VariantResult) -> str:
 
 
 def on_bus_words(result: VariantResult) -> str:
-    """``99.0 % (1640 of 1653 ticks)``: the pings whose every return reached
-    the master's bus within the timeout, however late the client read them."""
+    """``99.0 % (1640 of 1653 pings sent)``: the pings whose every return
+    reached the master's bus within the timeout, however late the client
+    read them."""
     share = result.ping_on_bus_share
     count = sum(1 for p in result.pings if p.on_bus_in_time)
     return (
         "-" if share is None else f"{share:.1%}".replace("%", " %")
-    ) + f" ({count} of {result.ping_ticks} ticks)"
+    ) + f" ({count} of {len(result.pings)} pings sent)"
 
 
 def completed_words(result: VariantResult) -> str:

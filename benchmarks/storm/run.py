@@ -231,6 +231,12 @@ def resumed_runs(options: StormOptions, logs: Path, code: str) -> list[VariantRe
     except (OSError, ValueError) as exc:
         raise HarnessError(f"cannot resume from {path}: {exc}") from None
     wanted = _what_is_measured(options)
+    if "measured" not in data:
+        raise HarnessError(
+            f"cannot resume: the kept runs in {path} were kept by an older "
+            "saltfleet, which did not record every option they measured; run "
+            "without --resume to start again"
+        )
     if data.get("measured") != wanted:
         raise HarnessError(
             f"cannot resume: the kept runs in {path} measured other options: "

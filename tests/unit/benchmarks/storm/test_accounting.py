@@ -337,5 +337,21 @@ def test_a_ping_is_stamped_with_when_its_returns_reached_the_bus() -> None:
     assert not pings[0].on_bus_in_time
     assert pings[1].bus_s == pytest.approx(0.4) and pings[1].on_bus_in_time
     assert (pings[2].bus_s, pings[2].bus_returned) == (None, 0)
+    # per ping sent: a skipped tick sent none
     result = VariantResult("off", None, 1, pings=pings, pings_skipped=1)
-    assert result.ping_on_bus_share == 0.25
+    assert result.ping_on_bus_share == pytest.approx(1 / 3)
+
+
+def test_a_return_counts_from_when_the_master_fired_it_not_when_it_was_forwarded() -> (
+    None
+):
+    ping = Ping(1.0, 3.0, 1, targets=1, jid="111", began_at=1_700_000_000.0)
+    # fired 9 s after the ping, forwarded to the listener 3 s later
+    fired = datetime.datetime.fromtimestamp(1_700_000_009.0, datetime.UTC)
+    stamp = fired.replace(tzinfo=None).isoformat()
+    stamp_on_bus(
+        [ping],
+        [Event("salt/job/111/ret/evil-0001", {"_stamp": stamp}, 1_700_000_012.0)],
+    )
+    assert ping.bus_s == pytest.approx(9.0)
+    assert ping.on_bus_in_time

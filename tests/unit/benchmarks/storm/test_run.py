@@ -137,12 +137,21 @@ def test_resume_refuses_what_would_not_compare(
     with pytest.raises(HarnessError, match=r"--variants on,off \(now on\)"):
         storm_run.run(StormOptions(runs=3, variants=("on",), resume=True))
 
+    kept = tmp_path / "logs" / "storm" / storm_run.RUNS_FILE
+    older = json.loads(kept.read_text())
+    del older["measured"]
+    kept.write_text(json.dumps(older))
+    with pytest.raises(HarnessError, match="kept by an older saltfleet"):
+        storm_run.run(StormOptions(runs=3, resume=True))
+    storm_run.run(StormOptions(runs=1))
+
     monkeypatch.setattr(storm_run, "code_fingerprint", lambda: "changed")
     with pytest.raises(HarnessError, match="benchmark changed"):
         storm_run.run(StormOptions(runs=3, resume=True))
     # the kept run is still there for a resume once the code is back
     assert (tmp_path / "logs" / "storm" / storm_run.RUNS_FILE).exists()
-    assert storm.ran == [("on", 1), ("off", 1)]
+    # run 1 once, and once more after the older file was refused
+    assert storm.ran == [("on", 1), ("off", 1)] * 2
 
 
 def test_a_storm_without_resume_starts_again_and_sets_the_kept_runs_aside(
