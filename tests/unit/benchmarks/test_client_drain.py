@@ -3,6 +3,7 @@ and the client, what counts as answered, and the report it writes."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,32 @@ def test_a_cell_measures_each_return_from_the_bus_to_the_client() -> None:
     )
     assert cell.pings == 4
     assert cell.answered == 1
-    assert cell.never_on_bus == 1
+    assert (cell.never_on_bus, cell.never_at_client) == (1, 1)
     assert cell.bus_s == [2.0]
-    assert cell.client_s == [7.5]  # the median of 4 and 11
-    assert cell.lag_s == [5.5]  # the median of 2 and 9
+    # 4, 11 and the timeout for the one the client never read
+    assert cell.client_s == [10.0]
+    assert cell.lag_s == [8.0]  # 2, 9 and at least 8
     assert cell.fired_per_s == [199.0]
-    assert "1 of 4 within 10 s" in line
+    assert "1 of 4 within 10 s, 1 never so far" in line
+
+
+def test_the_bus_time_is_when_the_master_fired_the_return() -> None:
+    # fired 2 s after the ping, forwarded to the listener 1.5 s later
+    fired = datetime.datetime.fromtimestamp(1_700_000_002.0, datetime.UTC)
+    stamp = fired.replace(tzinfo=None).isoformat()
+    listener = _Listener(
+        [Event("salt/job/1/ret/evil-0001", {"_stamp": stamp}, 1_700_000_003.5)]
+    )
+    cell = client_drain.Cell("series", 400)
+    client_drain.measure_cell(
+        cell,
+        {"pings": [_ping("1", 1_700_000_000.0, 1_700_000_002.01)]},
+        listener,  # type: ignore[arg-type]
+        0,
+        400.0,
+    )
+    assert cell.bus_s == [pytest.approx(2.0)]
+    assert cell.lag_s == [pytest.approx(0.01)]
 
 
 def test_a_cell_whose_client_saw_nothing_counts_the_timeout() -> None:
@@ -72,8 +93,8 @@ def test_a_cell_whose_client_saw_nothing_counts_the_timeout() -> None:
         0,
         400.0,
     )
-    assert cell.answered == 0
-    assert cell.lag_s == [client_drain.TIMEOUT]
+    assert (cell.answered, cell.never_at_client) == (0, 1)
+    assert cell.lag_s == [client_drain.TIMEOUT - 2.0]
 
 
 def test_the_report_shows_each_variant_at_each_rate(
