@@ -420,11 +420,10 @@ def _ping_section(results: list[VariantResult]) -> list[Any]:
         "the answered pings only (a ping that timed out has no time of its "
         "own). Seconds from the start of `LocalClient.cmd_iter` until the "
         "master answered the publish with the jid, and until the first return. "
-        "On the bus: when every target's return reached the master's event "
-        "bus (the harness's listener, fed by the master's forwarder engine, "
-        "stamps each event), however late the client read it: a ping "
-        "answered on the bus but not in time is the client's delay, not the "
-        "master's or the minions'.",
+        "On the bus: when the master fired every target's return onto its "
+        "event bus (each return's `_stamp`), per ping sent, however late the "
+        "client read it: a ping answered on the bus but not in time is the "
+        "client's delay, not the master's or the minions'.",
         _table(results, PINGS),
         "A presence ping is incomplete when fewer "
         f"than {PING_TARGETS} minions answered within its timeout (then its "
