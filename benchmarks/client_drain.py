@@ -122,10 +122,7 @@ def return_on_bus(listener: EventListener, jid: str, since: int) -> float | None
     """When the master fired the first return of ``jid`` onto its bus (its
     ``_stamp``; the listener's arrival without one), on the wall clock."""
     returns = listener.matching(f"salt/job/{jid}/ret/*", since=since)
-    if not returns:
-        return None
-    fired = returns[0].fired_at
-    return returns[0].received if fired is None else fired
+    return returns[0].fired_at_or_received if returns else None
 
 
 def measure_cell(
@@ -216,6 +213,14 @@ def run(opts: ClientDrainOptions) -> Path:
     return write_report(list(cells.values()), opts, commits=commits)
 
 
+def _lag(seconds: float) -> str:
+    """A lag to the hundredth; a lag of a few milliseconds below zero (the
+    listener's clock against the client's, both this machine's) is 0.00,
+    not -0.00."""
+    text = f"{seconds:.2f}"
+    return "0.00" if text == "-0.00" else text
+
+
 def write_report(cells: list[Cell], opts: ClientDrainOptions, *, commits: str) -> Path:
     """Write ``results/client-drain.md`` (+ .json, .png); return its path."""
     rows = []
@@ -227,8 +232,8 @@ def write_report(cells: list[Cell], opts: ClientDrainOptions, *, commits: str) -
                 cell.variant,
                 f"{cell.bus_s.median:.2f}",
                 f"{cell.client_s.median:.2f}",
-                f"{cell.lag_s.median:.2f}",
-                f"{min(cell.lag_s):.2f} to {max(cell.lag_s):.2f}",
+                _lag(cell.lag_s.median),
+                f"{_lag(min(cell.lag_s))} to {_lag(max(cell.lag_s))}",
                 f"{cell.answered} of {cell.pings}"
                 + (f" ({cell.never_at_client} never)" if cell.never_at_client else ""),
             )

@@ -176,6 +176,14 @@ def from_plain(kind: Any, value: Any) -> Any:
         return tuple(from_plain(args[0], item) for item in value)
     if origin in (list, set, frozenset):
         return origin(from_plain(args[0], item) for item in value)
+    if isinstance(kind, type) and issubclass(kind, list) and kind is not list:
+        # a list subclass such as Runs: its items as its generic base says
+        bases = [
+            base
+            for base in getattr(kind, "__orig_bases__", ())
+            if typing.get_origin(base) is list
+        ]
+        return kind(from_plain(bases[0] if bases else list[Any], value))
     if origin is not None and issubclass(origin, dict):
         return origin({key: from_plain(args[-1], item) for key, item in value.items()})
     if kind is float:

@@ -49,6 +49,14 @@ class Event:
             fired = fired.replace(tzinfo=UTC)
         return fired.timestamp()
 
+    @property
+    def fired_at_or_received(self) -> float:
+        """:attr:`fired_at`, or when the listener got the event without a
+        readable stamp (the forwarder lags the bus by seconds on a busy
+        master, so a stamp is preferred)."""
+        fired = self.fired_at
+        return self.received if fired is None else fired
+
 
 class EventListener:
     """Collects forwarded master events; thread-safe waits by tag pattern."""

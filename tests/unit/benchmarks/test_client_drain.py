@@ -123,3 +123,10 @@ def test_the_report_shows_each_variant_at_each_rate(
     assert "Regenerate: `nox -s bench -- client-drain`" in text
     assert (tmp_path / "client-drain.png").exists()
     assert (tmp_path / "client-drain.json").exists()
+
+
+def test_a_lag_of_a_clock_hair_below_zero_reads_as_zero() -> None:
+    # the listener's and the client's clocks differ by a millisecond or two
+    assert client_drain._lag(-0.001) == "0.00"
+    assert client_drain._lag(-0.02) == "-0.02"  # a real negative shows
+    assert client_drain._lag(6.886) == "6.89"
