@@ -30,15 +30,18 @@ During the storm, once a second:
   returns still missing), returns per second seen on the bus;
 - capacity held, from the queue manager's ledger: points in total (returns
   the master waits for) and the most points one minion holds;
-- presence pings: ``test.ping`` to 10 minions every second, from up to 10
-  pinger threads, each keeping one client for the run, timed until all 10
-  returned. The headline is the share of ticks whose ping all 10 answered
-  within its timeout (a skipped tick is a failure), then the p50/p99 of
-  those answered pings only. Every tick pings 10 other
-  minions, in a fixed shuffled order through the whole fleet: a minion sends
-  its requests to the master one at a time over its one request channel, so
-  pinging the same 10 minions every second would queue their own job
-  returns behind their ping returns and measure that queue, not the master.
+- presence pings: ``test.ping`` to 10 minions every second, published
+  from up to 10 pinger threads (each keeping one client for the run),
+  timed until all 10 returns reached the master's bus (each return's
+  ``_stamp``, read after the run off the harness's listener: no client
+  waits on the bus during the storm). The headline is the share of ticks
+  whose ping all 10 answered within its timeout (a skipped tick is a
+  failure), then the p50/p99 of those answered pings only. Every tick
+  pings 10 other minions, in a fixed shuffled order through the whole
+  fleet: a minion sends its requests to the master one at a time over its
+  one request channel, so pinging the same 10 minions every second would
+  queue their own job returns behind their ping returns and measure that
+  queue, not the master.
 
 At the end: jobs accepted / rejected / expired / published, returns
 expected (targets minus excluded minions; of a job still going out in

@@ -90,13 +90,17 @@ class Sample:
 
 @dataclass
 class Ping:
-    """One presence ping, sent ``t`` seconds into a run, and how it went."""
+    """One presence ping, sent ``t`` seconds into a run, and how it went:
+    its returns as the master's bus showed them (:func:`answers_from_bus`),
+    not as a client read them."""
 
     t: float
-    seconds: float  # until every target returned (or the timeout)
+    #: until every target's return was on the bus, or the timeout
+    seconds: float
+    #: the targets whose return reached the bus within PING_TIMEOUT
     returned: int
     #: until the master answered the publish with the jid, and until the
-    #: first return arrived; None when that never happened
+    #: first return reached the bus; None when that never happened
     publish_s: float | None = None
     first_s: float | None = None
     #: the minions pinged (fewer than PING_TARGETS in a smaller fleet)
@@ -105,25 +109,16 @@ class Ping:
     #: it was sent, on the wall clock
     jid: str = ""
     began_at: float = 0.0
-    #: until the last target's return reached the master's bus (the
-    #: harness's listener), None if not every target's did; and how many
-    #: targets' returns reached it within PING_TIMEOUT (:func:`stamp_on_bus`)
+    #: until the last target's return reached the bus, however late; None
+    #: if not every target's had when the answers were read (after the
+    #: last ping's timeout)
     bus_s: float | None = None
-    bus_returned: int = 0
-
-    @property
-    def on_bus_in_time(self) -> bool:
-        """Whether every target's return reached the master's bus within
-        PING_TIMEOUT: what the master and the minions did with a ping that
-        was sent, however late the client read it (a LocalClient that reads
-        the bus slower than it fills sees them late)."""
-        return self.bus_returned >= self.targets
 
     @property
     def answered(self) -> bool:
-        """Whether every target answered within PING_TIMEOUT: what a
-        presence check needs (Salt's client may wait past its timeout while
-        ``saltutil.find_job`` says the minions still run the ping)."""
+        """Whether every target's return reached the master's bus within
+        PING_TIMEOUT: what a presence check needs, and what the master and
+        the minions did with the ping."""
         return self.returned >= self.targets and self.seconds <= PING_TIMEOUT
 
 
@@ -289,18 +284,9 @@ class VariantResult:
         return report.percentile(seconds, q) if seconds else None
 
     @property
-    def ping_on_bus_share(self) -> float | None:
-        """Pings whose every return reached the bus in time, per ping sent
-        (a skipped tick sent none: the client held every slot); None
-        without a ping."""
-        if not self.pings:
-            return None
-        return sum(1 for p in self.pings if p.on_bus_in_time) / len(self.pings)
-
-    @property
     def pings_incomplete(self) -> int:
-        """Presence pings that did not get all PING_TARGETS returns."""
-        return sum(1 for p in self.pings if p.returned < PING_TARGETS)
+        """Presence pings that did not get every target's return in time."""
+        return sum(1 for p in self.pings if p.returned < p.targets)
 
     @property
     def peak_pss_mb(self) -> float:
@@ -362,10 +348,19 @@ class _JobEvent(NamedTuple):
 SLICE: Final = "slice"
 
 
-def _job_event(event: Any) -> _JobEvent | None:
-    parts = event.tag.split("/")
+def job_return(tag: str) -> tuple[str, str] | None:
+    """``(jid, minion)`` of a return's tag, ``salt/job/<jid>/ret/<minion>``;
+    None for any other tag."""
+    parts = tag.split("/", 4)
     if len(parts) == 5 and parts[:2] == ["salt", "job"] and parts[3] == "ret":
-        return _JobEvent(parts[2], parts[4], None, event)
+        return parts[2], parts[4]
+    return None
+
+
+def _job_event(event: Any) -> _JobEvent | None:
+    returned = job_return(event.tag)
+    if returned is not None:
+        return _JobEvent(returned[0], returned[1], None, event)
     fired = job_event(event.tag)
     if fired is not None:
         return _JobEvent(fired[0], None, fired[1], event)
@@ -535,24 +530,29 @@ def job_cache_returns(
     return found
 
 
-def stamp_on_bus(pings: Iterable[Ping], events: Iterable[Event]) -> None:
-    """Set each ping's :attr:`Ping.bus_s` and :attr:`Ping.bus_returned`
-    from ``events``: when the master fired the first return of each target
-    (``salt/job/<jid>/ret/<id>``) onto its bus, by the event's ``_stamp``
-    (the listener's arrival without one: the forwarder lags the bus by
-    seconds on a busy master)."""
+def answers_from_bus(pings: Iterable[Ping], events: Iterable[Event]) -> None:
+    """Set each published ping's answers from ``events``: when the master
+    fired the first return of each target (``salt/job/<jid>/ret/<id>``)
+    onto its bus (:attr:`Event.fired_at_or_received`). A ping's
+    :attr:`Ping.returned` counts the targets in time, :attr:`Ping.seconds`
+    is until the last of them or PING_TIMEOUT, :attr:`Ping.bus_s` until the
+    last target's return however late."""
     by_jid = {ping.jid: ping for ping in pings if ping.jid}
     arrived: dict[str, dict[str, float]] = {}
     for event in events:
-        parts = event.tag.split("/", 4)
-        ours = len(parts) == 5 and parts[:2] == ["salt", "job"] and parts[3] == "ret"
-        if ours and parts[2] in by_jid:
-            fired = event.fired_at
-            at = event.received if fired is None else fired
-            arrived.setdefault(parts[2], {}).setdefault(parts[4], at)
+        returned = job_return(event.tag)
+        if returned is not None and returned[0] in by_jid:
+            jid, minion = returned
+            # a minion's first return: a retry it sent later is not its answer
+            at = event.fired_at_or_received
+            mine = arrived.setdefault(jid, {})
+            mine[minion] = min(at, mine.get(minion, at))
     for jid, ping in by_jid.items():
         seconds = sorted(at - ping.began_at for at in arrived.get(jid, {}).values())
-        ping.bus_returned = sum(1 for s in seconds if s <= PING_TIMEOUT)
+        in_time = [s for s in seconds if s <= PING_TIMEOUT]
+        ping.returned = len(in_time)
+        ping.first_s = seconds[0] if seconds else None
+        ping.seconds = in_time[-1] if len(in_time) >= ping.targets else PING_TIMEOUT
         ping.bus_s = seconds[-1] if len(seconds) >= ping.targets else None
 
 

@@ -63,11 +63,12 @@ def _pings_panel(ax: Any, results: list[VariantResult]) -> None:
         if r.pings:
             ax.scatter(
                 [p.t for p in r.pings],
-                [p.seconds for p in r.pings],
+                [PING_TIMEOUT if p.bus_s is None else p.bus_s for p in r.pings],
                 s=4,
                 label=r.name,
             )
-    # a ping above this line was not answered in time: the headline counts it
+    # a ping above this line was answered late, one on it never got every
+    # return: the headline counts both as not answered
     ax.axhline(
         PING_TIMEOUT,
         color="grey",

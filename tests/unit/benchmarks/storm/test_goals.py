@@ -206,7 +206,8 @@ def test_a_flooded_consumer_is_told_how_long_the_storm_would_have_to_last() -> N
 def test_the_headline_counts_pings_answered_in_time_and_divides_by_no_timeout() -> None:
     on = _variant("on", storm_s=1000, ping_s=2.0, rss=1000, backlogs=[0, 5])
     on.pings[0] = Ping(0.0, 3.0, PING_TARGETS - 1, 0.1, 1.0)  # one target missing
-    on.pings[1] = Ping(1.0, 14.0, PING_TARGETS, 0.1, 1.0)  # all, after the timeout
+    # every target, the last after the timeout
+    on.pings[1] = Ping(1.0, 10.0, PING_TARGETS - 1, 0.1, 1.0, bus_s=14.0)
     on.pings_skipped = 2  # two ticks that could not even send their ping
     off = _variant("off", storm_s=1000, ping_s=37.3, rss=1000, backlogs=[0, 5])
     for ping in off.pings:
