@@ -409,7 +409,7 @@ def _run_words(run: VariantRun) -> str:
     stats = _presence(run)
     presence = (
         f"presence {stats.requests - stats.failures} of {stats.requests} "
-        f"answered (every request p50 / p99 {stats.p50:.0f} / {stats.p99:.0f} ms)"
+        f"answered (every presence request p50 / p99 {stats.p50:.0f} / {stats.p99:.0f} ms)"
         if stats and stats.requests
         else "no presence checks"
     )

@@ -244,7 +244,7 @@ def test_goals_are_the_limiter_on_runs_with_off_beside_them() -> None:
     )
     assert met[3] == (
         "  - on #1: 5 of 1000 requests failed other than 503 (timeout 5); presence "
-        "995 of 1000 answered (every request p50 / p99 1000 / 2000 ms)"
+        "995 of 1000 answered (every presence request p50 / p99 1000 / 2000 ms)"
     )
     assert "x off" not in "\n".join(met)  # no ratio over a capped time
     missed = goal_lines(
