@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -530,23 +530,35 @@ def job_cache_returns(
     return found
 
 
-def answers_from_bus(pings: Iterable[Ping], events: Iterable[Event]) -> None:
-    """Set each published ping's answers from ``events``: when the master
-    fired the first return of each target (``salt/job/<jid>/ret/<id>``)
-    onto its bus (:attr:`Event.fired_at_or_received`). A ping's
-    :attr:`Ping.returned` counts the targets in time, :attr:`Ping.seconds`
-    is until the last of them or PING_TIMEOUT, :attr:`Ping.bus_s` until the
-    last target's return however late."""
-    by_jid = {ping.jid: ping for ping in pings if ping.jid}
-    arrived: dict[str, dict[str, float]] = {}
+def first_returns(
+    events: Iterable[Event],
+    jids: Container[str],
+    into: dict[str, dict[str, float]] | None = None,
+) -> dict[str, dict[str, float]]:
+    """When each minion's first return of each of ``jids`` reached the
+    master's bus (:attr:`Event.fired_at_or_received`, the earliest of a
+    minion's returns: a retry it sent later is not its answer), by jid and
+    minion; added to ``into`` when given, so events read in batches add up."""
+    arrived: dict[str, dict[str, float]] = {} if into is None else into
     for event in events:
         returned = job_return(event.tag)
-        if returned is not None and returned[0] in by_jid:
+        if returned is not None and returned[0] in jids:
             jid, minion = returned
-            # a minion's first return: a retry it sent later is not its answer
             at = event.fired_at_or_received
             mine = arrived.setdefault(jid, {})
             mine[minion] = min(at, mine.get(minion, at))
+    return arrived
+
+
+def answers_from_bus(pings: Iterable[Ping], events: Iterable[Event]) -> None:
+    """Set each published ping's answers from ``events``: when the master
+    fired the first return of each target (``salt/job/<jid>/ret/<id>``)
+    onto its bus (:func:`first_returns`). A ping's :attr:`Ping.returned`
+    counts the targets in time, :attr:`Ping.seconds` is until the last of
+    them or PING_TIMEOUT, :attr:`Ping.bus_s` until the last target's return
+    however late."""
+    by_jid = {ping.jid: ping for ping in pings if ping.jid}
+    arrived = first_returns(events, by_jid)
     for jid, ping in by_jid.items():
         seconds = sorted(at - ping.began_at for at in arrived.get(jid, {}).values())
         in_time = [s for s in seconds if s <= PING_TIMEOUT]

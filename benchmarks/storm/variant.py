@@ -27,8 +27,8 @@ from benchmarks.storm.accounting import (
     Sample,
     VariantResult,
     answers_from_bus,
+    first_returns,
     job_cache_returns,
-    job_return,
     master_roles,
     ping_order,
     ping_targets,
@@ -221,17 +221,13 @@ class StormRun:
         deadline = max(p.began_at for p in late.values()) + PING_TIMEOUT
         time.sleep(max(0.0, deadline - time.time()))
         give_up = time.monotonic() + LISTENER_LAG_MAX_S
-        returned: dict[str, set[str]] = {jid: set() for jid in late}
+        returned: dict[str, dict[str, float]] = {}
         while True:
             events, position = self.listener.since(position)
-            for event in events:
-                fired = event.fired_at
-                if fired is not None and fired > deadline:
-                    return
-                ret = job_return(event.tag)
-                if ret is not None and ret[0] in returned:
-                    returned[ret[0]].add(ret[1])
-            if all(len(returned[jid]) >= p.targets for jid, p in late.items()):
+            first_returns(events, late, into=returned)
+            if any(e.fired_at is not None and e.fired_at > deadline for e in events):
+                return
+            if all(len(returned.get(jid, ())) >= p.targets for jid, p in late.items()):
                 return
             if time.monotonic() >= give_up:
                 return

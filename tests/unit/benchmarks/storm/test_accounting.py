@@ -22,6 +22,7 @@ from benchmarks.storm.accounting import (
     Ping,
     VariantResult,
     answers_from_bus,
+    first_returns,
     job_cache_returns,
     ping_order,
     ping_targets,
@@ -366,3 +367,18 @@ def test_a_return_at_the_timeout_itself_is_in_time() -> None:
     ping = Ping(1.0, 10.0, 0, targets=1, jid="111", began_at=100.0)
     answers_from_bus([ping], [Event("salt/job/111/ret/evil-0001", {}, 110.0)])
     assert ping.answered and ping.seconds == 10.0
+
+
+def test_first_returns_add_up_over_batches_and_keep_a_minions_earliest() -> None:
+    seen = first_returns([Event("salt/job/1/ret/a", {}, 5.0)], {"1"})
+    # a later batch: a's retry does not replace its first return; b's first
+    first_returns(
+        [
+            Event("salt/job/1/ret/a", {}, 7.0),
+            Event("salt/job/1/ret/b", {}, 6.0),
+            Event("salt/job/2/ret/a", {}, 6.0),  # not asked about
+        ],
+        {"1"},
+        into=seen,
+    )
+    assert seen == {"1": {"a": 5.0, "b": 6.0}}
