@@ -228,6 +228,9 @@ class LimiterState:
     cuts: int = 0
     #: the wait the last budget decision saw, seconds (None: none yet)
     delay: float | None = None
+    #: the run time (its command's lowest latency) the last budget decision
+    #: took away from each return's latency, seconds (None: none yet)
+    run_time: float | None = None
 
 
 #: :meth:`QueueProbe.state` when the queue manager did not answer
@@ -267,12 +270,14 @@ class QueueProbe:
         slices = status.get("slices") or {}
         budget = slices.get("budget", status.get("max_master_jobs", 0))
         delay = slices.get("delay")
+        run_time = slices.get("run_time")
         return LimiterState(
             queued=int(status.get("queued", 0)),
             points=int(status.get("master_jobs", 0)),
             budget=int(budget or 0),
             cuts=int(slices.get("cuts", 0) or 0),
             delay=None if delay is None else float(delay),
+            run_time=None if run_time is None else float(run_time),
         )
 
     def queue(self, limit: int | None = None) -> list[dict[str, Any]]:

@@ -81,6 +81,13 @@ class Sample:
     #: the points the limiter lets be in flight now (its budget, which
     #: ``rate_limiting:slices:target_delay`` sizes from the wait of returns)
     budget: int = 0
+    #: what the budget's last decision saw (limiter on, a delay-sized
+    #: budget): the wait of the fastest tenth of the last seconds' returns
+    #: past their command's run time, and that run time, seconds; the cuts
+    #: so far
+    limiter_delay_s: float | None = None
+    limiter_run_time_s: float | None = None
+    cuts: int = 0
     #: master PSS (MiB) per process role (proctree.role)
     pss_by_role: dict[str, float] = field(default_factory=dict)
     #: returns of jobs whose submission failed, per second (the bus's; not

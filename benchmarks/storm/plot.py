@@ -24,6 +24,7 @@ PANELS: Final[tuple[tuple[str, Callable[[Sample], float | None]], ...]] = (
     ("returns / s (bus)", lambda s: s.returns_per_s),
     ("returns / s, jobs whose\nsubmission failed (bus)", lambda s: s.unbooked_per_s),
     ("bus delay of returns (s)", lambda s: s.bus_delay_s),
+    ("limiter: wait of returns\npast their run time (s)", lambda s: s.limiter_delay_s),
 )
 
 
@@ -31,7 +32,9 @@ def timeline_plot(results: list[VariantResult], name: str) -> Path:
     """The panels and the pings, saved as ``results/<name>-timeline.png``."""
     plt = report.pyplot()
 
-    fig, axes = plt.subplots(len(PANELS) + 1, 1, figsize=(9, 18), dpi=100, sharex=True)
+    fig, axes = plt.subplots(
+        len(PANELS) + 1, 1, figsize=(9, 2 * (len(PANELS) + 1)), dpi=100, sharex=True
+    )
     for ax, (title, value) in zip(axes[:-1], PANELS, strict=True):
         _panel(ax, title, value, results)
     _pings_panel(axes[-1], results)

@@ -212,6 +212,7 @@ OVER_TIME: Final[tuple[Column, ...]] = (
         ),
     ),
     ("budget min / median / max", lambda r: _budget_cell(r)),
+    ("limiter wait p50 / max s (cuts)", lambda r: _limiter_wait_cell(r)),
     (
         "returns/s peak",
         lambda r: f"{max((s.returns_per_s for s in r.samples), default=0):.0f}",
@@ -404,7 +405,10 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "process). Driver CPU: the storm's own "
         "process (the presence pinger, the submitters and the accounting of "
         "the bus), not in the master's; it shares the box's cores with the "
-        "master and the fleet.",
+        "master and the fleet. Limiter wait: what each budget decision of "
+        "`rate_limiting:slices` saw, the wait of the fastest tenth of the "
+        "last seconds' returns past their command's run time (the budget is "
+        "cut above `target_delay`), and the cuts over the storm.",
     )
 
 
@@ -644,6 +648,17 @@ def _delay_summary(result: VariantResult) -> str:
     if not delays:
         return "-"
     return f"{report.median(delays):.2f} / {max(delays):.1f}"
+
+
+def _limiter_wait_cell(result: VariantResult) -> str:
+    """The wait the limiter's budget decisions saw over the storm and how
+    often it cut the budget, ``-`` without a delay-sized budget (or in data
+    sampled before the storm recorded it)."""
+    waits = [s.limiter_delay_s for s in result.samples if s.limiter_delay_s is not None]
+    if not result.limiter or not waits:
+        return "-"
+    cuts = max(s.cuts for s in result.samples)
+    return f"{report.median(waits):.2f} / {max(waits):.1f} ({cuts})"
 
 
 def _budget_cell(result: VariantResult) -> str:

@@ -267,6 +267,9 @@ class StormRun:
                 master_points=state.points,
                 max_minion_points=max_points,
                 budget=state.budget,
+                limiter_delay_s=state.delay,
+                limiter_run_time_s=state.run_time,
+                cuts=max(0, state.cuts),
                 unbooked_per_s=(unbooked - last_unbooked) / (now - last),
             )
             with self.lock:

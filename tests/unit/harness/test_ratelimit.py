@@ -16,6 +16,7 @@ import pytest
 from harness.events import Event
 from harness.ratelimit import (
     OUTCOMES,
+    LimiterState,
     QueueProbe,
     RateLimiting,
     job_event,
@@ -158,7 +159,11 @@ def fake_queue_manager() -> Iterator[tuple[Path, list[dict[str, Any]]]]:
     ipc = pytest.importorskip("salt.ratelimit.ipc")
     asked: list[dict[str, Any]] = []
     answers = {
-        "status": {"queued": 2, "master_jobs": 7},
+        "status": {
+            "queued": 2,
+            "master_jobs": 7,
+            "slices": {"budget": 400, "cuts": 3, "delay": 2.61, "run_time": 1.05},
+        },
         "queue": {"jobs": [{"jid": "1"}, {"jid": "2"}]},
         "capacity": {"minions": {"m1": {"jobs": 3, "held": {}}}},
         "job": {"job": {"jid": "1", "outcome": "published"}},
@@ -203,6 +208,10 @@ def test_probe(fake_queue_manager: tuple[Path, list[dict[str, Any]]]) -> None:
     assert probe.capacity(["m1"]) == {"m1": 3}
     assert probe.job("1") == {"jid": "1", "outcome": "published"}
     assert asked[2] == {"cmd": "capacity", "minions": ["m1"]}
+    # what the storm samples once a second: the budget and what sized it
+    assert probe.state() == LimiterState(
+        queued=2, points=7, budget=400, cuts=3, delay=2.61, run_time=1.05
+    )
 
 
 def test_probe_without_a_queue_manager(tmp_path: Path) -> None:

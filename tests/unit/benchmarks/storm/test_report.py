@@ -277,6 +277,24 @@ def test_the_limiter_s_budget_over_the_storm_is_shown_for_the_limiter_only() -> 
     assert cells["off"][" budget min / median / max "] == " - "
 
 
+def test_the_wait_the_limiter_s_budget_saw_and_its_cuts_are_shown() -> None:
+    on = _limiter_on()
+    for sample, wait, cuts in zip(on.samples, (0.4, 2.6), (0, 1), strict=True):
+        sample.limiter_delay_s, sample.cuts = wait, cuts
+    on.samples.append(_sample(3, {"MWorker default": 450.0}))
+    on.samples[-1].limiter_delay_s, on.samples[-1].cuts = 1.2, 1
+    # data sampled before the storm recorded the limiter's wait
+    before = _limiter_on()
+    before.run = 2
+    off = VariantResult("off", None, submitted=2)
+    off.samples = [_sample(1, {"MWorker default": 400.0})]
+    text = _text([on, before, off], options=StormOptions(minions=10, jobs=2))
+    column = " limiter wait p50 / max s (cuts) "
+    assert _cells(text, "limiter wait", "| on #1 | 0 (")[column] == " 1.20 / 2.6 (1) "
+    assert _cells(text, "limiter wait", "| on #2 | 0 (")[column] == " - "
+    assert _cells(text, "limiter wait", "| off #1 | 0 (")[column] == " - "
+
+
 def test_the_headline_is_the_median_of_the_runs_with_their_range() -> None:
     from benchmarks.storm.report import _headline
 
