@@ -18,6 +18,18 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
+#: the checkout the benchmarks run from
+CHECKOUT = RESULTS.parent.parent
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as a committed report names it: relative to the checkout
+    when it is inside it (the same in every clone), else as it is."""
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(CHECKOUT):
+        return str(resolved.relative_to(CHECKOUT))
+    return str(path)
+
 
 def percentile(values: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile (``pct`` in 0..100) of a non-empty sequence."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.load.failures import FailureKind, kind_of_error
-from benchmarks.report import median, pyplot, table
+from benchmarks.report import median, pyplot, shown_path, table
 from harness.ratelimit import LimiterState
 
 AGGREGATED = "Aggregated"
@@ -497,7 +497,7 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
         cost_table(runs),
     ]
     parts += ["## Goals", "\n".join(goal_lines(runs))]
-    reports = [f"`{run.html_report}`" for run in runs if run.html_report]
+    reports = [f"`{shown_path(run.html_report)}`" for run in runs if run.html_report]
     if reports:
         parts.append("Locust's own HTML reports: " + ", ".join(reports) + ".")
     return "\n\n".join(parts) + "\n"

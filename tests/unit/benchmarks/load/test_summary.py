@@ -121,6 +121,22 @@ def test_render_names_the_command_and_every_section(tmp_path):
     assert "| on #1 | 60 / 80 | 950 | 25 / 30 | 150 | 100.0 / 150.0 | 2 |" in text
     assert "| on #1 | 100 | 15.00 | 2.50 | 150.0 | 25.0 | 6.00 |" in text
     assert "![timeline](load-5-timeline.png)" in text
+    # a path outside the checkout is shown as it is
+    assert "`/tmp/x/on/locust.html`" in text
+
+
+def test_a_locust_report_in_the_checkout_is_named_relative_to_it(tmp_path):
+    from benchmarks.report import CHECKOUT
+
+    run = _run(tmp_path)
+    run.html_report = str(CHECKOUT / ".saltfleet/load/load-5/on-1/locust.html")
+    text = summary.render(
+        summary.ReportContext("Load", "nox -s load", "env", []), [run]
+    )
+    assert (
+        "Locust's own HTML reports: `.saltfleet/load/load-5/on-1/locust.html`." in text
+    )
+    assert str(CHECKOUT) not in text
 
 
 def test_render_without_failures_or_cost(tmp_path):
