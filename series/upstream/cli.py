@@ -14,6 +14,7 @@ import argparse
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.utils import parseaddr
@@ -44,6 +45,14 @@ class Row:
     changelog: str = "-"
     ok: bool = False
     details: list[str] = field(default_factory=list)
+    #: wall-clock seconds of each step that ran, in order: build (the base
+    #: included, downloaded for the first PR on it), tests, lint
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def timing(self) -> str:
+        """``75 s: build 9, tests 38, lint 28``: where the PR's time went."""
+        steps = ", ".join(f"{step} {sec:.0f}" for step, sec in self.seconds.items())
+        return f"{sum(self.seconds.values()):.0f} s: {steps}" if steps else ""
 
     def cells(self) -> tuple[str, ...]:
         """The table's cells, in :data:`COLUMNS` order."""
@@ -152,6 +161,9 @@ def _main(argv: Sequence[str] | None) -> int:
         rows.append(_process(pr, the_map, resolver, author, workdir, args))
         _write_issue(rows[-1], workdir / pr.id, release)
         _log(f"PR {pr.id}: " + " | ".join(rows[-1].cells()[2:]))
+        if rows[-1].seconds:
+            rows[-1].details.append(f"took {rows[-1].timing()}")
+            _log(f"PR {pr.id}: took {rows[-1].timing()}")
         # rewritten after every PR: a long run that is stopped keeps what it found
         _write_summary(workdir, rows, the_map, author_note, resolver, args)
     print(render_table(rows))
@@ -316,6 +328,7 @@ def _process(
     workdir: Path,
     args: argparse.Namespace,
 ) -> Row:
+    started = time.monotonic()
     base = resolver.for_branch(pr.base)
     deps = the_map.dependency_chain(pr)
     label = base.label
@@ -341,6 +354,7 @@ def _process(
         author,
         series_repo=vendor.Layout.of_project().src_dir,
     )
+    row.seconds["build"] = time.monotonic() - started
     row.details += built.notes
     row.details += [f"fragment {old} -> {new}" for old, new in built.fragments]
     if not built.applied:
@@ -387,6 +401,7 @@ def _tests(
     if args.no_tests:
         row.tests = "not run (--no-tests)"
         return True
+    started = time.monotonic()
     paths = testrun.select(files, repo)
     row.details.append("tests run: " + (" ".join(paths) or "(none)"))
     _log(f"PR {row.pr.id}: {len(paths)} test path(s)")
@@ -398,6 +413,7 @@ def _tests(
         timeout=args.test_timeout,
         workers=args.workers,
     )
+    row.seconds["tests"] = time.monotonic() - started
     row.tests = ("pass: " if outcome.ok else "FAIL: ") + outcome.summary
     row.details.append(f"tests: {outcome.summary} (log: {dest / 'tests.log'})")
     return outcome.ok
@@ -420,6 +436,7 @@ def _lint(
     if not plan.tools:
         row.lint = "nothing pinned"
         return True
+    started = time.monotonic()
     after = _worktree(repo, dest / "lint-after", "HEAD")
     before = _worktree(repo, dest / "lint-before", build.START_TAG)
     log = dest / "lint.log"
@@ -441,6 +458,7 @@ def _lint(
             ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
             capture_output=True,
         )
+    row.seconds["lint"] = time.monotonic() - started
     failed = [r.tool.name for r in results if not r.ok]
     names = "+".join(r.tool.name for r in results)
     row.lint = f"FAIL: {', '.join(failed)}" if failed else f"pass ({names})"

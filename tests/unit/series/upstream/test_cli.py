@@ -70,3 +70,11 @@ def test_table_lines_up(series):
     assert lines[0].startswith("| PR | base")
     assert len({len(line) for line in lines}) == 1
     assert "| B  | no master checkout" in lines[3]
+
+
+def test_a_rows_timing_names_each_step_and_the_total(series):
+    a = parse(_map(), series, draft=True).prs[0]
+    row = cli.Row(a, "3008.x: salt-3008.5 sdist")
+    assert row.timing() == ""
+    row.seconds.update(build=8.6, tests=38.2, lint=27.9)
+    assert row.timing() == "75 s: build 9, tests 38, lint 28"

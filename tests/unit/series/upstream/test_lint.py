@@ -201,3 +201,25 @@ def test_pylint_without_an_rcfile_ignores_the_loaders_dunders(tmp_path):
     assert result.advisory == ["salt/m.py: W0611 (unused-import) Unused import os"]
     assert result.preexisting == 0 and not result.ok
     assert "1 new warning(s) not judged" in result.summary()
+
+
+def test_the_trees_before_and_after_are_linted_at_once(tmp_path):
+    # each fake pylint marks that it started and waits (at most 10 s) for the
+    # other tree's; one left waiting alone reports an error of its own
+    _fake_tool(
+        tmp_path / "bin",
+        "pylint",
+        'tree=$(basename "$PWD"); touch "../$tree.started"; i=0\n'
+        "while [ ! -e ../before.started ] || [ ! -e ../after.started ]; do\n"
+        "  i=$((i+1)); [ $i -gt 100 ] && break; sleep 0.1\n"
+        "done\n"
+        '[ $i -gt 100 ] && echo "salt/m.py: E0001 (syntax-error) $tree ran alone"\n'
+        "exit 0\n",
+    )
+    before, after = _trees(tmp_path, {"salt/m.py": ""}, {"salt/m.py": ""})
+    tool = lint.Tool("pylint", "3.1.1", ("pylint==3.1.1",), "lint.lock")
+    log = tmp_path / "log"
+    result = lint.run_tool(tool, tmp_path / "bin", after, before, ["salt/m.py"], log)
+    assert result.ok and result.new == []
+    # both runs are in the one log
+    assert log.read_text().count("$ (cd ") == 2
