@@ -285,6 +285,10 @@ def tests(session: nox.Session) -> None:
             *workers,
             "--dist",
             "loadfile",
+            # files in collection order (tests/conftest.py puts the long
+            # ones first), not xdist's default of most tests first, which
+            # left the one-test files of minutes to run alone at the end
+            "--no-loadscope-reorder",
             "--basetemp",
             str(basetemp),
             # a line per test as it ends: under xdist the default prints a
