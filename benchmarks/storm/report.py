@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -643,22 +643,27 @@ def _lost_cell(result: VariantResult) -> str:
     return str(result.missing_returns)
 
 
+def _median_max(values: Iterable[float | None]) -> str | None:
+    """``0.52 / 3.1``: the median and the largest of the sampled values
+    that were measured; None when none was."""
+    measured = [value for value in values if value is not None]
+    if not measured:
+        return None
+    return f"{report.median(measured):.2f} / {max(measured):.1f}"
+
+
 def _delay_summary(result: VariantResult) -> str:
-    delays = [s.bus_delay_s for s in result.samples if s.bus_delay_s is not None]
-    if not delays:
-        return "-"
-    return f"{report.median(delays):.2f} / {max(delays):.1f}"
+    return _median_max(s.bus_delay_s for s in result.samples) or "-"
 
 
 def _limiter_wait_cell(result: VariantResult) -> str:
     """The wait the limiter's budget decisions saw over the storm and how
     often it cut the budget, ``-`` without a delay-sized budget (or in data
     sampled before the storm recorded it)."""
-    waits = [s.limiter_delay_s for s in result.samples if s.limiter_delay_s is not None]
-    if not result.limiter or not waits:
+    waits = _median_max(s.limiter_delay_s for s in result.samples)
+    if not result.limiter or waits is None:
         return "-"
-    cuts = max(s.cuts for s in result.samples)
-    return f"{report.median(waits):.2f} / {max(waits):.1f} ({cuts})"
+    return f"{waits} ({max(s.cuts for s in result.samples)})"
 
 
 def _budget_cell(result: VariantResult) -> str:
