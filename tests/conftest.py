@@ -105,6 +105,20 @@ def open_tmp_module():
         yield path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_salt_temp_log_handler():
+    """Salt buffers the log records of a process that has not set up its
+    logging in a temporary stderr handler and writes them out at interpreter
+    exit, when pytest has already closed the worker's stderr: a ``--- Logging
+    error ---`` block in the test log for every record (an ext_pillar
+    timeout, an unclosed client). Hand them to pytest's handlers instead, so
+    they show up in a failing test's captured log."""
+    import salt._logging
+
+    salt._logging.shutdown_temp_handler()
+    yield
+
+
 def pytest_collection_modifyitems(config, items):
     """The tests that start real processes first, each file's tests in their
     order. ``nox -s tests`` hands files to its two xdist workers in this

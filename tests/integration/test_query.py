@@ -208,20 +208,20 @@ def test_jobs_and_keys(stack: Stack) -> None:
 def test_runner_client_returns_plain_values(stack: Stack) -> None:
     import salt.runner
 
-    client = salt.runner.RunnerClient(_master_opts(stack))
-    result = client.cmd(
-        "query.query",
-        ["minion"],
-        kwarg={"fields": "name,os", "filter": ["==", "name", GHOST]},
-        print_event=False,
-    )
-    assert result["data"] == [[(NORMAL, GHOST), (NORMAL, "SUSE")]]
-    legacy = client.cmd(
-        "query.query",
-        ["minion"],
-        kwarg={"fields": "name,os", "filter": f"name == '{GHOST}'", "legacy": True},
-        print_event=False,
-    )
-    assert legacy == [[GHOST, "SUSE"]]
-    fields = client.cmd("query.fields", ["key"], print_event=False)
+    with salt.runner.RunnerClient(_master_opts(stack)) as client:
+        result = client.cmd(
+            "query.query",
+            ["minion"],
+            kwarg={"fields": "name,os", "filter": ["==", "name", GHOST]},
+            print_event=False,
+        )
+        assert result["data"] == [[(NORMAL, GHOST), (NORMAL, "SUSE")]]
+        legacy = client.cmd(
+            "query.query",
+            ["minion"],
+            kwarg={"fields": "name,os", "filter": f"name == '{GHOST}'", "legacy": True},
+            print_event=False,
+        )
+        assert legacy == [[GHOST, "SUSE"]]
+        fields = client.cmd("query.fields", ["key"], print_event=False)
     assert [f["name"] for f in fields["fields"]] == ["name", "state", "fingerprint"]
