@@ -445,10 +445,30 @@ def _grown(
     ]
 
 
+#: the role every MWorker counts under when two masters are compared
+ALL_POOLS: Final = "MWorkers (every pool)"
+
+
+def _pools_as_one(roles: dict[str, float]) -> dict[str, float]:
+    """``roles`` with the MWorkers of every pool summed as :data:`ALL_POOLS`.
+
+    Every variant's master has the same number of MWorkers, split into pools
+    differently (the limiter's two default and two exempt against off's
+    four default): compared pool by pool, the exempt pool would show as all
+    extra and the smaller default pool's saving would not show at all."""
+    merged: dict[str, float] = {}
+    for name, amount in roles.items():
+        key = ALL_POOLS if name.startswith("MWorker ") else name
+        merged[key] = merged.get(key, 0.0) + amount
+    return merged
+
+
 def _largest(
     mine: dict[str, float], theirs: dict[str, float], shown: int
 ) -> list[tuple[str, float]]:
-    """The ``shown`` roles with the most more of something in ``mine``."""
+    """The ``shown`` roles with the most more of something in ``mine``, the
+    MWorkers of every pool as one."""
+    mine, theirs = _pools_as_one(mine), _pools_as_one(theirs)
     differences = [
         (name, mine.get(name, 0.0) - theirs.get(name, 0.0))
         for name in set(mine) | set(theirs)
