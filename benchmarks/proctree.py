@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+from typing import Final
 
 import psutil
 
 _WORKER = re.compile(r"^MWorker-(?P<pool>.+)-\d+$")
+#: how :func:`role` names the MWorkers of a pool: ``MWorker default``
+WORKER_ROLE_PREFIX: Final = "MWorker "
 
 
 def processes(pid: int) -> list[psutil.Process]:
@@ -36,7 +39,7 @@ def role(cmdline: list[str]) -> str:
     words = cmdline[cmdline.index("-l") + 2 :] if "-l" in cmdline else []
     name = words[-1] if words else "main"
     worker = _WORKER.match(name)
-    return f"MWorker {worker['pool']}" if worker else name
+    return WORKER_ROLE_PREFIX + worker["pool"] if worker else name
 
 
 def pss_by_role(pid: int) -> dict[str, float]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from benchmarks import report
+from benchmarks.proctree import WORKER_ROLE_PREFIX
 from benchmarks.storm.accounting import PING_TIMEOUT, VariantResult, master_roles
 from benchmarks.storm.consumer import BOUND_S, ConsumerRun
 from benchmarks.storm.decide import DecideResult
@@ -458,7 +459,7 @@ def _pools_as_one(roles: dict[str, float]) -> dict[str, float]:
     extra and the smaller default pool's saving would not show at all."""
     merged: dict[str, float] = {}
     for name, amount in roles.items():
-        key = ALL_POOLS if name.startswith("MWorker ") else name
+        key = ALL_POOLS if name.startswith(WORKER_ROLE_PREFIX) else name
         merged[key] = merged.get(key, 0.0) + amount
     return merged
 
