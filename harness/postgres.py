@@ -237,8 +237,12 @@ def reachable_install(bin_dir: Path) -> Path:
 COPY_PREFIX = "saltfleet-postgres-"
 #: staging directories younger than this may belong to a copy in progress
 _STAGING_GRACE = 3600.0
-#: a copy made or reused this recently may be about to run a server
-_FRESH_GRACE = 60.0
+#: a copy made or reused this recently may be about to run a server: the
+#: stack that made or reused it runs initdb from it next, then the server,
+#: each in use (and so kept) once started; seconds at most on a loaded box.
+#: A minute kept the copy of a stack stopped within a minute of the copy
+#: being made: ``down --purge`` left it in the temp directory for good.
+_FRESH_GRACE = 15.0
 
 
 def _build_digest(bin_dir: Path) -> str:

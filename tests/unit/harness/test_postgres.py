@@ -74,6 +74,15 @@ def _age(copy: Path, seconds: float = 120) -> None:
     os.utime(copy, (then, then))
 
 
+def test_a_copy_made_half_a_minute_ago_and_unused_goes(temp_dir: Path) -> None:
+    # A stack whose commands all ran within a minute of its copy being made
+    # (the README's by-hand block on a fast box) must not leave the copy
+    # behind when it stops: only the start of a server needs the grace.
+    copy = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    _age(copy.parents[2], seconds=30)
+    assert postgres.remove_stale_copies() == [copy.parents[2]]
+
+
 def test_a_stopped_stack_leaves_no_copy_but_a_fresh_one_stays(temp_dir: Path) -> None:
     # A copy just made or reused may be about to run a server (another test,
     # another checkout): it stays. Once older and unused, it goes: a run that
