@@ -191,17 +191,21 @@ def check_pools(variants: tuple[str, ...], exempt_pool: int) -> None:
         )
 
 
-def variants_option(both: tuple[str, str]) -> Any:
+def variants_option(
+    both: tuple[str, str], more: tuple[tuple[str, str], ...] = ()
+) -> Any:
     """The ``variants`` field of a benchmark that compares
-    :data:`MASTER_VARIANTS`: a comma-separated list in run order, or
-    ``both``, the default, for the two of ``both``."""
+    :data:`MASTER_VARIANTS` and the variants of ``more`` (name, what it is):
+    a comma-separated list in run order, or ``both``, the default, for the
+    two of ``both``."""
     return option(
         both,
-        names_in_order(MASTER_VARIANTS, {"both": both}),
+        names_in_order((*MASTER_VARIANTS, *(name for name, _ in more)), {"both": both}),
         "comma-separated, in run order: off (rate limiting off, one pool), on "
         "(the limiter), pools (on's worker pools without the limiter), tuned "
-        "(pristine 3008.3: async MWorkers, a publish pool); both: "
-        f"{','.join(both)} (default: both)",
+        "(pristine 3008.3: async MWorkers, a publish pool)"
+        + "".join(f", {name} ({what})" for name, what in more)
+        + f"; both: {','.join(both)} (default: both)",
         metavar="VARIANTS",
     )
 

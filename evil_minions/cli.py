@@ -295,6 +295,14 @@ def _add_behaviour_args(behaviour: Any) -> None:
                 ("return_retry_tries", "tries of a job return"),
             )
         ),
+        (
+            "--return-priority-functions",
+            argtypes.function_names,
+            "functions whose job returns go before the requests waiting on a "
+            "minion's channel, comma-separated (test.ping,saltutil.find_job): "
+            "Salt's minion option return_priority_functions, which a Salt with "
+            "the saltfleet series has (default: none)",
+        ),
         ("--seed", int, "seed for latencies and package changes (default: random)"),
     )
 
@@ -382,7 +390,8 @@ _FLEET_FIELDS: Final = (
     "id_width", "keys_dir", "run_dir", "keysize", "ramp_rate", "auth_concurrency",
     "replay_file", "replay_first", "startup_pillar", "state_pillar", "state_count",
     "package_count", "request_timeout", "request_tries", "return_retry_timer",
-    "return_retry_timer_max", "return_retry_tries", "status_interval",
+    "return_retry_timer_max", "return_retry_tries", "return_priority_functions",
+    "status_interval",
     "log_level", "seed",
 )  # fmt: skip
 #: option names that differ from their FleetConfig field

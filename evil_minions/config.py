@@ -246,6 +246,10 @@ class FleetConfig:
     return_retry_timer: int | None = None
     return_retry_timer_max: int | None = None
     return_retry_tries: int | None = None
+    #: Salt's minion option ``return_priority_functions`` (a Salt with the
+    #: series only): the returns of these functions go before the requests
+    #: waiting on a minion's channel; empty, Salt's default, keeps the order
+    return_priority_functions: tuple[str, ...] = ()
     status_interval: float = 1.0
     log_level: str = "warning"
     seed: int | None = None
@@ -284,18 +288,26 @@ class FleetConfig:
             raise ConfigError("--state-count and --package-count must be >= 1")
         if self.request_timeout <= 0 or self.request_tries < 1:
             raise ConfigError("--request-timeout must be > 0 and --request-tries >= 1")
+        # a list after a JSON round trip
+        object.__setattr__(
+            self, "return_priority_functions", tuple(self.return_priority_functions)
+        )
         try:
             self.return_retry()
         except ValueError as exc:
-            raise ConfigError(f"invalid --return-retry-*: {exc}") from None
+            # the message names the option
+            raise ConfigError(f"invalid minion return options: {exc}") from None
 
-    def return_retry_options(self) -> dict[str, int]:
-        """The ``return_retry_*`` minion options set here (unset: Salt's default)."""
-        given = {
+    def return_retry_options(self) -> dict[str, Any]:
+        """The ``return_retry_*`` and ``return_priority_functions`` minion
+        options set here (unset: Salt's default)."""
+        given: dict[str, Any] = {
             "return_retry_timer": self.return_retry_timer,
             "return_retry_timer_max": self.return_retry_timer_max,
             "return_retry_tries": self.return_retry_tries,
         }
+        if self.return_priority_functions:
+            given["return_priority_functions"] = list(self.return_priority_functions)
         return {name: value for name, value in given.items() if value is not None}
 
     def return_retry(self) -> ReturnRetry:

@@ -55,8 +55,14 @@ counts what happened in :class:`~evil_minions.status.ProcessStats`:
   request waiting in the master's queue is handled after its sender gave
   up), so what is lost for good is counted at the master, not here.
 
-The three options are read from the minion opts under Salt's names, so
-their defaults are ``salt.config.DEFAULT_MINION_OPTS``'.
+A minion with ``return_priority_functions`` (a minion option of the
+series, empty by default) sends the returns of those functions as urgent
+requests (``send(..., urgent=True)``): on its channel they go before the
+requests waiting that are not, at every try, as Salt's ``RequestLock`` has
+them do; the request in flight is not interrupted.
+
+The options are read from the minion opts under Salt's names, so their
+defaults are ``salt.config.DEFAULT_MINION_OPTS``'.
 """
 
 from __future__ import annotations
@@ -77,18 +83,30 @@ class ReturnChannel(Protocol):
     """The part of Salt's ``AsyncReqChannel`` that sends returns."""
 
     async def send(
-        self, load: dict[str, Any], tries: int | None = ..., timeout: Any = ...
+        self,
+        load: dict[str, Any],
+        tries: int | None = ...,
+        timeout: Any = ...,
+        urgent: bool = ...,
     ) -> Any:
         """Send ``load``; raise (``SaltReqTimeoutError`` on a timeout) if it fails."""
 
 
+#: the minion option of the series that sends some returns first; a Salt
+#: without it (pristine 3008.3) has no such default
+PRIORITY_OPTION = "return_priority_functions"
+
+
 @dataclasses.dataclass(frozen=True)
 class ReturnRetry:
-    """``return_retry_timer`` / ``return_retry_timer_max`` / ``return_retry_tries``."""
+    """``return_retry_timer`` / ``return_retry_timer_max`` /
+    ``return_retry_tries``, and ``return_priority_functions``."""
 
     timer: int
     timer_max: int
     tries: int
+    #: functions whose returns go before the others waiting on the channel
+    priority_functions: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.timer < 1 or self.tries < 1 or self.timer_max < 0:
@@ -112,7 +130,29 @@ class ReturnRetry:
         defaults = salt.config.DEFAULT_MINION_OPTS
         names = ("return_retry_timer", "return_retry_timer_max", "return_retry_tries")
         timer, timer_max, tries = (int(opts.get(n, defaults[n]) or 0) for n in names)
-        return cls(timer=timer, timer_max=timer_max, tries=tries)
+        priority = opts.get(PRIORITY_OPTION, defaults.get(PRIORITY_OPTION)) or ()
+        if priority and PRIORITY_OPTION not in defaults:
+            raise ValueError(
+                f"{PRIORITY_OPTION} needs a Salt that has it (the saltfleet "
+                f"series'); {salt.__file__} does not"
+            )
+        return cls(
+            timer=timer,
+            timer_max=timer_max,
+            tries=tries,
+            priority_functions=frozenset(priority),
+        )
+
+    def urgent(self, load: Mapping[str, Any]) -> bool:
+        """Whether the return ``load`` goes before the others
+        (``Minion._urgent_request``): a job of several functions keeps its
+        place."""
+        fun = load.get("fun")
+        return (
+            load.get("cmd") == "_return"
+            and isinstance(fun, str)
+            and fun in self.priority_functions
+        )
 
     def try_timeout(self, rng: random.Random) -> int:
         """The timeout of every try of one return (``Minion._return_retry_timer``)."""
@@ -152,11 +192,13 @@ async def deliver_return(
     # the minion's main process; it changes nothing but what is counted.
     give_up = loop.call_later(policy.job_wait, _gave_up, stats, load)
     timeout = policy.try_timeout(rng)
+    # only when urgent: a pristine 3008.3 channel has no such keyword
+    urgent = {"urgent": True} if policy.urgent(load) else {}
     for attempt in range(1, policy.tries + 1):
         stats.return_tries += 1
         stats.return_retries += attempt > 1
         try:
-            await channel.send(load, tries=1, timeout=timeout)
+            await channel.send(load, tries=1, timeout=timeout, **urgent)
         except salt.exceptions.SaltReqTimeoutError as exc:
             failure: Exception = exc
             stats.return_timeouts += 1

@@ -22,6 +22,7 @@ from benchmarks.salt_trees import (
     MasterComparison,
     limit_option,
     tuned_options,
+    variants_option,
 )
 from harness.argtypes import positive, positive_seconds, rate
 
@@ -34,12 +35,29 @@ BOTH: Final = ON_THEN_OFF
 #: per job process (``Minion._get_effective_process_count_max``)
 DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
 
+#: the functions whose returns the ``prio`` variant's minions send before
+#: their queued returns (the series' minion option
+#: ``return_priority_functions``): the storm's presence ping and the probe
+#: of a running job
+PRIORITY_FUNCTIONS: Final = ("test.ping", "saltutil.find_job")
+
+#: the storm's variants beyond the masters every comparison has
+MINION_VARIANTS: Final = (
+    (
+        "prio",
+        "limiter off's master; the minions send the returns of "
+        f"{' and '.join(PRIORITY_FUNCTIONS)} before their queued returns "
+        "(return_priority_functions)",
+    ),
+)
+
 
 @dataclass(frozen=True)
 class StormOptions(MasterComparison):
     """How one storm is run and where its report goes."""
 
     NAME: ClassVar[str] = "storm"
+    variants: tuple[str, ...] = variants_option(ON_THEN_OFF, MINION_VARIANTS)
     jobs: int = option(200, positive, "jobs in the storm")
     submitters: int = option(4, positive, "client threads submitting the storm")
     runs: int = option(
@@ -92,9 +110,10 @@ class StormOptions(MasterComparison):
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:
-        None for ``off``; ``pools`` has ``on``'s worker pools and no
-        ``rate_limiting``; ``tuned`` 3008.3's own."""
-        if variant == "off":
+        None for ``off`` and ``prio`` (whose minions differ); ``pools`` has
+        ``on``'s worker pools and no ``rate_limiting``; ``tuned`` 3008.3's
+        own."""
+        if variant in ("off", "prio"):
             return None
         if variant == "tuned":
             return tuned_options(MASTER_MWORKERS)
@@ -102,6 +121,12 @@ class StormOptions(MasterComparison):
         if variant == "pools":
             return {"worker_pools": options["worker_pools"]}
         return options
+
+    @staticmethod
+    def priority_functions(variant: str) -> tuple[str, ...]:
+        """The ``return_priority_functions`` of ``variant``'s minions: none
+        but ``prio``'s."""
+        return PRIORITY_FUNCTIONS if variant == "prio" else ()
 
     def limiter_master_options(self, mworkers: int = MASTER_MWORKERS) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)

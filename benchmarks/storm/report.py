@@ -37,7 +37,7 @@ from benchmarks.storm.goals import (
     took_words,
     why_lines,
 )
-from benchmarks.storm.options import StormOptions
+from benchmarks.storm.options import PRIORITY_FUNCTIONS, StormOptions
 from benchmarks.storm.plot import Measure, consumer_plot, runs_plot, timeline_plot
 from harness.ratelimit import RateLimiting
 
@@ -150,6 +150,15 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             "of its own for `publish` requests (`worker_pools` by command), "
             "the default pool taking the rest. "
             if "tuned" in options.variants
+            else ""
+        )
+        + (
+            "Prio (the minion-side alternative): limiter off's master, and "
+            "minions that send the returns of "
+            f"{' and '.join(f'`{fun}`' for fun in PRIORITY_FUNCTIONS)} before "
+            "the returns waiting on their request channel "
+            "(`return_priority_functions`, the series' minion option). "
+            if "prio" in options.variants
             else ""
         )
         + f"Every variant's master has {MASTER_MWORKERS} MWorkers in all. "

@@ -325,6 +325,7 @@ def _fleet_stack(
     )
     fleet = FleetConfig(
         count=options.minions,
+        return_priority_functions=options.priority_functions(name),
         processes=options.processes,
         startup_pillar=False,
         # a storm measures the publish and return path; a pillar compile per

@@ -199,6 +199,32 @@ def test_inconsistent_options_are_a_config_error():
         FleetConfig(return_retry_timer=5, return_retry_timer_max=3)
 
 
+def test_priority_functions_reach_the_minions_opts(tmp_path):
+    cfg = FleetConfig(return_priority_functions=("test.ping", "saltutil.find_job"))
+    opts = base_opts(cfg, str(tmp_path))
+    assert opts["return_priority_functions"] == ["test.ping", "saltutil.find_job"]
+    policy = ReturnRetry.from_opts(opts)
+    assert policy.urgent(dict(LOAD, fun="saltutil.find_job"))
+    assert not policy.urgent(dict(LOAD, fun="state.apply"))
+    assert not policy.urgent({"cmd": "_minion_event", "fun": "test.ping"})
+    assert not policy.urgent(dict(LOAD, fun=["test.ping", "cmd.run"]))
+    assert FleetConfig.from_json(cfg.to_json()) == cfg
+    # by default none, as on Salt (a Salt without the option has no such key)
+    assert not base_opts(FleetConfig(), str(tmp_path)).get("return_priority_functions")
+
+
+def test_priority_functions_on_a_salt_without_them_are_a_config_error(monkeypatch):
+    import salt.config
+
+    defaults = dict(salt.config.DEFAULT_MINION_OPTS)
+    defaults.pop("return_priority_functions", None)
+    monkeypatch.setattr(salt.config, "DEFAULT_MINION_OPTS", defaults)
+    with pytest.raises(ConfigError, match="return_priority_functions needs a Salt"):
+        FleetConfig(return_priority_functions=("test.ping",))
+    # without the option the fleet runs on such a Salt as before
+    assert FleetConfig().return_retry().priority_functions == frozenset()
+
+
 # -- on Salt's own request channel ---------------------------------------------------
 
 
@@ -222,19 +248,24 @@ class _Auth:
 
 
 class BusyMaster:
-    """A transport to a master that answers the first request too late (it is
-    busy) and every later one at once; records the jids in sending order."""
+    """A transport to a master busy with the first request and answering every
+    later one at once; records the jids in sending order. The first request
+    is answered too late (it times out) or, with ``first_takes``, after
+    that many seconds."""
 
     ttype = "zeromq"
 
-    def __init__(self) -> None:
+    def __init__(self, first_takes: float | None = None) -> None:
+        self.first_takes = first_takes
         self.jids: list[str] = []
 
     async def send(self, load, timeout=60):
         import salt.exceptions
 
         self.jids.append(load["load"]["jid"])
-        if len(self.jids) == 1:
+        if len(self.jids) == 1 and self.first_takes is not None:
+            await asyncio.sleep(self.first_takes)
+        elif len(self.jids) == 1:
             try:
                 await asyncio.wait_for(asyncio.Event().wait(), timeout)
             except TimeoutError:
@@ -243,21 +274,18 @@ class BusyMaster:
         return {}
 
 
-def test_on_salts_channel_a_queued_return_waits_without_timing_out(tmp_path):
-    """Two returns on one of Salt's AsyncReqChannel: the second waits behind
-    the first's timed-out try (longer than its own timeout) and still goes
-    out on its first try; the first's retry queues behind it."""
+def _on_salts_channel(
+    tmp_path, master: BusyMaster, policy: ReturnRetry, loads: list[dict[str, Any]]
+) -> tuple[list[bool], ProcessStats]:
+    """Deliver ``loads`` at once on one of Salt's AsyncReqChannel to ``master``."""
     import salt.channel.client
     import salt.config
 
     opts = dict(salt.config.minion_config(None), id="evil-0001", pki_dir=str(tmp_path))
-    master = BusyMaster()
-    policy = ReturnRetry(timer=1, timer_max=1, tries=2)
 
-    async def scenario() -> ProcessStats:
+    async def scenario() -> tuple[list[bool], ProcessStats]:
         channel = salt.channel.client.AsyncReqChannel(opts, master, _Auth())
         stats = ProcessStats(0, 0, 1)
-        loads = [dict(LOAD, jid=jid) for jid in ("first", "second")]
         sent = await asyncio.gather(
             *(
                 deliver_return(
@@ -266,10 +294,20 @@ def test_on_salts_channel_a_queued_return_waits_without_timing_out(tmp_path):
                 for load in loads
             )
         )
-        assert sent == [True, True]
-        return stats
+        return list(sent), stats
 
-    stats = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_on_salts_channel_a_queued_return_waits_without_timing_out(tmp_path):
+    """Two returns on one of Salt's AsyncReqChannel: the second waits behind
+    the first's timed-out try (longer than its own timeout) and still goes
+    out on its first try; the first's retry queues behind it."""
+    master = BusyMaster()
+    policy = ReturnRetry(timer=1, timer_max=1, tries=2)
+    loads = [dict(LOAD, jid=jid) for jid in ("first", "second")]
+    sent, stats = _on_salts_channel(tmp_path, master, policy, loads)
+    assert sent == [True, True]
     assert master.jids == ["first", "second", "first"]
     assert _counts(stats) == {
         "returns_sent": 2,
@@ -279,3 +317,30 @@ def test_on_salts_channel_a_queued_return_waits_without_timing_out(tmp_path):
         "returns_given_up": 0,
         "return_errors": 0,
     }
+
+
+@pytest.mark.parametrize(
+    "priority,order",
+    [
+        (["test.ping"], ["job-1", "ping", "job-2", "job-3"]),
+        ([], ["job-1", "job-2", "job-3", "ping"]),
+    ],
+    ids=["test.ping first", "in order"],
+)
+def test_on_salts_channel_a_priority_return_goes_before_queued_ones(
+    tmp_path, priority, order
+):
+    """A ping's return queued behind job returns on Salt's AsyncReqChannel
+    goes out right after the return in flight when test.ping is in
+    return_priority_functions, and last without."""
+    master = BusyMaster(first_takes=0.05)
+    policy = ReturnRetry.from_opts({"return_priority_functions": priority})
+    loads = [
+        dict(LOAD, jid="job-1", fun="state.apply"),
+        dict(LOAD, jid="job-2", fun="state.apply"),
+        dict(LOAD, jid="job-3", fun="cmd.run"),
+        dict(LOAD, jid="ping", fun="test.ping"),
+    ]
+    sent, _ = _on_salts_channel(tmp_path, master, policy, loads)
+    assert sent == [True] * 4
+    assert master.jids == order

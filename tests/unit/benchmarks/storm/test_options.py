@@ -182,6 +182,31 @@ def test_pools_without_an_exempt_pool_is_refused() -> None:
         _parse(["--variants", "pools", "--exempt-pool", "0"])
 
 
+def test_the_prio_variant_is_off_with_minions_that_send_presence_returns_first(
+    tmp_path,
+) -> None:
+    from benchmarks.storm.run import _fleet_stack
+
+    options = _parse(["--variants", "off,prio"])
+    assert options.variants == ("off", "prio")
+    assert options.master_options("prio") is None
+    assert options.priority_functions("prio") == ("test.ping", "saltutil.find_job")
+    for variant in ("off", "on", "pools", "tuned"):
+        assert options.priority_functions(variant) == ()
+    fleets = {
+        name: _fleet_stack(name, options, tmp_path / name, None, None).settings.fleet
+        for name in ("off", "prio")
+    }
+    assert fleets["prio"] is not None and fleets["off"] is not None
+    assert fleets["prio"].return_priority_functions == (
+        "test.ping",
+        "saltutil.find_job",
+    )
+    assert fleets["off"].return_priority_functions == ()
+    # nothing else differs between the two fleets
+    assert fleets["prio"].timing == fleets["off"].timing
+
+
 def test_the_tuned_master_has_3008_3_knobs_and_as_many_mworkers() -> None:
     from benchmarks.salt_trees import MASTER_MWORKERS
 
