@@ -122,6 +122,7 @@ def _sample_config() -> FleetConfig:
         state_pillar=False,
         return_retry_timer=2,
         return_retry_tries=4,
+        return_priority_functions=("test.ping", "saltutil.find_job"),
         seed=3,
     )
 
@@ -143,6 +144,7 @@ def test_argv_round_trip_through_the_cli_parser():
         "--replay", "/replay.json", "--replay-first", "--no-startup-pillar",
         "--no-state-pillar",
         "--return-retry-timer", "2", "--return-retry-tries", "4",
+        "--return-priority-functions", "test.ping,saltutil.find_job",
         "--seed", "3",
     ]  # fmt: skip
     args = _build_parser().parse_args(["run", *argv])
