@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -182,13 +182,20 @@ def exempt_pool_option() -> Any:
     )
 
 
-def check_pools(variants: tuple[str, ...], exempt_pool: int) -> None:
-    """Refuse ``pools`` without an exempt pool: its master would be off's."""
-    if "pools" in variants and not exempt_pool:
-        raise ValueError(
-            "--variants pools needs an exempt pool (--exempt-pool 1 or more): "
-            "without one its master is the limiter-off master"
-        )
+def check_pools(
+    variants: tuple[str, ...],
+    exempt_pool: int,
+    masters: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse ``pools``, or a variant whose master is ``pools`` (``masters``:
+    variant name -> the master it runs), without an exempt pool: its master
+    would be off's."""
+    for name in variants:
+        if (masters or {}).get(name, name) == "pools" and not exempt_pool:
+            raise ValueError(
+                f"--variants {name} needs an exempt pool (--exempt-pool 1 or "
+                "more): without one its master is the limiter-off master"
+            )
 
 
 def variants_option(

@@ -20,6 +20,7 @@ from benchmarks.salt_trees import (
     MASTER_MWORKERS,
     ON_THEN_OFF,
     MasterComparison,
+    check_pools,
     limit_option,
     tuned_options,
     variants_option,
@@ -41,7 +42,9 @@ DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
 #: of a running job
 PRIORITY_FUNCTIONS: Final = ("test.ping", "saltutil.find_job")
 
-#: the storm's variants beyond the masters every comparison has
+#: the storm's variants beyond the masters every comparison has: each runs
+#: one of those masters (:data:`MINION_MASTERS`) with minions that send the
+#: returns of :data:`PRIORITY_FUNCTIONS` before their queued returns
 MINION_VARIANTS: Final = (
     (
         "prio",
@@ -49,7 +52,14 @@ MINION_VARIANTS: Final = (
         f"{' and '.join(PRIORITY_FUNCTIONS)} before their queued returns "
         "(return_priority_functions)",
     ),
+    (
+        "pools-prio",
+        "pools' master (function-routed pools, no limiter) and prio's minions",
+    ),
 )
+
+#: the master each of :data:`MINION_VARIANTS` runs
+MINION_MASTERS: Final = {"prio": "off", "pools-prio": "pools"}
 
 
 @dataclass(frozen=True)
@@ -108,12 +118,16 @@ class StormOptions(MasterComparison):
         reproduced=False,
     )
 
+    def __post_init__(self) -> None:
+        check_pools(self.variants, self.exempt_pool, MINION_MASTERS)
+
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:
-        None for ``off`` and ``prio`` (whose minions differ); ``pools`` has
-        ``on``'s worker pools and no ``rate_limiting``; ``tuned`` 3008.3's
-        own."""
-        if variant in ("off", "prio"):
+        None for ``off``; ``pools`` has ``on``'s worker pools and no
+        ``rate_limiting``; ``tuned`` 3008.3's own; each of
+        :data:`MINION_VARIANTS` its master's (:data:`MINION_MASTERS`)."""
+        variant = MINION_MASTERS.get(variant, variant)
+        if variant == "off":
             return None
         if variant == "tuned":
             return tuned_options(MASTER_MWORKERS)
@@ -125,8 +139,8 @@ class StormOptions(MasterComparison):
     @staticmethod
     def priority_functions(variant: str) -> tuple[str, ...]:
         """The ``return_priority_functions`` of ``variant``'s minions: none
-        but ``prio``'s."""
-        return PRIORITY_FUNCTIONS if variant == "prio" else ()
+        but those of :data:`MINION_VARIANTS`."""
+        return PRIORITY_FUNCTIONS if variant in MINION_MASTERS else ()
 
     def limiter_master_options(self, mworkers: int = MASTER_MWORKERS) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)

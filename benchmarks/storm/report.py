@@ -37,7 +37,11 @@ from benchmarks.storm.goals import (
     took_words,
     why_lines,
 )
-from benchmarks.storm.options import PRIORITY_FUNCTIONS, StormOptions
+from benchmarks.storm.options import (
+    MINION_MASTERS,
+    PRIORITY_FUNCTIONS,
+    StormOptions,
+)
 from benchmarks.storm.plot import Measure, consumer_plot, runs_plot, timeline_plot
 from harness.ratelimit import RateLimiting
 
@@ -141,7 +145,7 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         + (
             "Pools (the series without the limiter): limiter on's worker pools, "
             "function-routed, and no `rate_limiting`. "
-            if "pools" in options.variants
+            if any(MINION_MASTERS.get(v, v) == "pools" for v in options.variants)
             else ""
         )
         + (
@@ -152,15 +156,7 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             if "tuned" in options.variants
             else ""
         )
-        + (
-            "Prio (the minion-side alternative): limiter off's master, and "
-            "minions that send the returns of "
-            f"{' and '.join(f'`{fun}`' for fun in PRIORITY_FUNCTIONS)} before "
-            "the returns waiting on their request channel "
-            "(`return_priority_functions`, the series' minion option). "
-            if "prio" in options.variants
-            else ""
-        )
+        + _prio_intro(options.variants)
         + f"Every variant's master has {MASTER_MWORKERS} MWorkers in all. "
         + _consumer_intro(options)
         + f"Presence ping: `test.ping` to {PING_TARGETS} minions every second "
@@ -169,6 +165,27 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         f"Reproduce: `{options.reproduce_command()}`.",
         "",
     ]
+
+
+def _prio_intro(variants: tuple[str, ...]) -> str:
+    """What the variants with minions that send presence returns first
+    run, if any is run."""
+    called = {"off": "limiter off's", "pools": "pools'"}
+    masters = [
+        f"{name} on {called[master]} master"
+        for name, master in MINION_MASTERS.items()
+        if name in variants
+    ]
+    if not masters:
+        return ""
+    return (
+        "The minion-side alternative: minions that send the returns of "
+        f"{' and '.join(f'`{fun}`' for fun in PRIORITY_FUNCTIONS)} before "
+        "the returns waiting on their request channel "
+        "(`return_priority_functions`, the series' minion option), "
+        + " and ".join(masters)
+        + ". "
+    )
 
 
 #: a table column: its header and its cell for one variant

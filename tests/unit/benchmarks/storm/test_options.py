@@ -223,3 +223,18 @@ def test_the_minion_model_defaults_to_the_limiters_budget_per_minion() -> None:
 
     assert StormOptions().minion_jobs == StormOptions().rate_limiting().max_minion_jobs
     assert DEFAULT_MINION_PROCESS_LIMIT == 184
+
+
+def test_the_pools_prio_variant_is_pools_with_prios_minions() -> None:
+    options = _parse(["--variants", "pools,pools-prio"])
+    assert options.master_options("pools-prio") == options.master_options("pools")
+    assert options.master_options("pools-prio") is not None
+    assert options.priority_functions("pools-prio") == (
+        "test.ping",
+        "saltutil.find_job",
+    )
+
+
+def test_pools_prio_without_an_exempt_pool_is_refused() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="pools-prio needs an exempt"):
+        _parse(["--variants", "off,pools-prio", "--exempt-pool", "0"])

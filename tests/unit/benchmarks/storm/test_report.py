@@ -161,16 +161,24 @@ def test_the_report_says_how_to_run_it_again_under_its_own_name() -> None:
     )
 
 
-def test_the_report_says_what_the_prio_variant_changes() -> None:
+def test_the_report_says_what_the_prio_variants_change() -> None:
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
     text = _text([_limiter_on()], decisions, StormOptions(variants=("on", "prio")))
     assert (
-        "Prio (the minion-side alternative): limiter off's master, and minions "
-        "that send the returns of `test.ping` and `saltutil.find_job` before the "
-        "returns waiting on their request channel" in text
+        "The minion-side alternative: minions that send the returns of "
+        "`test.ping` and `saltutil.find_job` before the returns waiting on "
+        "their request channel (`return_priority_functions`, the series' "
+        "minion option), prio on limiter off's master. " in text
     )
     assert "--variants on,prio" in text
-    assert "Prio (" not in _text([_limiter_on()], decisions, StormOptions())
+    assert "Pools (" not in text
+    both = _text(
+        [_limiter_on()], decisions, StormOptions(variants=("prio", "pools-prio"))
+    )
+    assert "prio on limiter off's master and pools-prio on pools' master" in both
+    # pools-prio's master is pools': the report says what that master is
+    assert "Pools (the series without the limiter)" in both
+    assert "minion-side" not in _text([_limiter_on()], decisions, StormOptions())
 
 
 def test_output_name_names_the_report_its_plot_and_its_data(
