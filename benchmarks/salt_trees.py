@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -182,22 +182,6 @@ def exempt_pool_option() -> Any:
     )
 
 
-def check_pools(
-    variants: tuple[str, ...],
-    exempt_pool: int,
-    masters: Mapping[str, str] | None = None,
-) -> None:
-    """Refuse ``pools``, or a variant whose master is ``pools`` (``masters``:
-    variant name -> the master it runs), without an exempt pool: its master
-    would be off's."""
-    for name in variants:
-        if (masters or {}).get(name, name) == "pools" and not exempt_pool:
-            raise ValueError(
-                f"--variants {name} needs an exempt pool (--exempt-pool 1 or "
-                "more): without one its master is the limiter-off master"
-            )
-
-
 def variants_option(
     both: tuple[str, str], more: tuple[tuple[str, str], ...] = ()
 ) -> Any:
@@ -320,7 +304,20 @@ class MasterComparison(BenchOptions):
     slice_target_delay: float = slice_target_delay_option()
 
     def __post_init__(self) -> None:
-        check_pools(self.variants, self.exempt_pool)
+        """Refuse ``pools``, or a variant whose master is ``pools``, without
+        an exempt pool: its master would be off's."""
+        for name in self.variants:
+            if self.master_of(name) == "pools" and not self.exempt_pool:
+                raise ValueError(
+                    f"--variants {name} needs an exempt pool (--exempt-pool 1 "
+                    "or more): without one its master is the limiter-off master"
+                )
+
+    @staticmethod
+    def master_of(variant: str) -> str:
+        """The master of :data:`MASTER_VARIANTS` that ``variant`` runs: a
+        subclass with variants of its own maps them; here, itself."""
+        return variant
 
     def rate_limiting(self) -> RateLimiting:
         """The ``rate_limiting`` of the limiter-on master."""

@@ -149,9 +149,19 @@ def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:
     return Goal(name, line, verdict, why)
 
 
+def called(name: str) -> str:
+    """How a text names a variant other than on: ``limiter off``, ``tuned``."""
+    return "limiter off" if name == "off" else name
+
+
+def possessive(words: str) -> str:
+    """``words``' possessive: ``limiter off's``, ``pools'``."""
+    return f"{words}'" if words.endswith("s") else f"{words}'s"
+
+
 def _called(result: VariantResult) -> str:
-    """How a goal line names a variant other than on: ``limiter off``, ``tuned``."""
-    return "limiter off" if result.name == "off" else result.name
+    """How a goal line names ``result``'s variant (:func:`called`)."""
+    return called(result.name)
 
 
 def _combined(verdicts: list[bool | None]) -> bool | None:

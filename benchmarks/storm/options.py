@@ -20,7 +20,6 @@ from benchmarks.salt_trees import (
     MASTER_MWORKERS,
     ON_THEN_OFF,
     MasterComparison,
-    check_pools,
     limit_option,
     tuned_options,
     variants_option,
@@ -42,24 +41,38 @@ DEFAULT_MINION_PROCESS_LIMIT: Final = (1024 - 100) // 5
 #: of a running job
 PRIORITY_FUNCTIONS: Final = ("test.ping", "saltutil.find_job")
 
-#: the storm's variants beyond the masters every comparison has: each runs
-#: one of those masters (:data:`MINION_MASTERS`) with minions that send the
-#: returns of :data:`PRIORITY_FUNCTIONS` before their queued returns
+
+@dataclass(frozen=True)
+class MinionVariant:
+    """A storm variant beyond the masters every comparison has: one of those
+    masters with minions that send the returns of :data:`PRIORITY_FUNCTIONS`
+    before their queued returns."""
+
+    name: str
+    #: the variant of :data:`~benchmarks.salt_trees.MASTER_VARIANTS` whose
+    #: master it runs
+    master: str
+    #: what it is, for ``--help``
+    what: str
+
+
+#: the storm's variants with minions of the series' own
 MINION_VARIANTS: Final = (
-    (
+    MinionVariant(
         "prio",
+        "off",
         "limiter off's master; the minions send the returns of "
         f"{' and '.join(PRIORITY_FUNCTIONS)} before their queued returns "
         "(return_priority_functions)",
     ),
-    (
+    MinionVariant(
         "pools-prio",
+        "pools",
         "pools' master (function-routed pools, no limiter) and prio's minions",
     ),
 )
 
-#: the master each of :data:`MINION_VARIANTS` runs
-MINION_MASTERS: Final = {"prio": "off", "pools-prio": "pools"}
+_MINION_MASTERS: Final = {v.name: v.master for v in MINION_VARIANTS}
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,9 @@ class StormOptions(MasterComparison):
     """How one storm is run and where its report goes."""
 
     NAME: ClassVar[str] = "storm"
-    variants: tuple[str, ...] = variants_option(ON_THEN_OFF, MINION_VARIANTS)
+    variants: tuple[str, ...] = variants_option(
+        ON_THEN_OFF, tuple((v.name, v.what) for v in MINION_VARIANTS)
+    )
     jobs: int = option(200, positive, "jobs in the storm")
     submitters: int = option(4, positive, "client threads submitting the storm")
     runs: int = option(
@@ -118,15 +133,18 @@ class StormOptions(MasterComparison):
         reproduced=False,
     )
 
-    def __post_init__(self) -> None:
-        check_pools(self.variants, self.exempt_pool, MINION_MASTERS)
+    @staticmethod
+    def master_of(variant: str) -> str:
+        """The master ``variant`` runs: its own name but for
+        :data:`MINION_VARIANTS`."""
+        return _MINION_MASTERS.get(variant, variant)
 
     def master_options(self, variant: str) -> dict[str, Any] | None:
         """The master options of ``variant`` beyond every storm master's:
         None for ``off``; ``pools`` has ``on``'s worker pools and no
         ``rate_limiting``; ``tuned`` 3008.3's own; each of
-        :data:`MINION_VARIANTS` its master's (:data:`MINION_MASTERS`)."""
-        variant = MINION_MASTERS.get(variant, variant)
+        :data:`MINION_VARIANTS` its master's (:meth:`master_of`)."""
+        variant = self.master_of(variant)
         if variant == "off":
             return None
         if variant == "tuned":
@@ -140,7 +158,7 @@ class StormOptions(MasterComparison):
     def priority_functions(variant: str) -> tuple[str, ...]:
         """The ``return_priority_functions`` of ``variant``'s minions: none
         but those of :data:`MINION_VARIANTS`."""
-        return PRIORITY_FUNCTIONS if variant in MINION_MASTERS else ()
+        return PRIORITY_FUNCTIONS if variant in _MINION_MASTERS else ()
 
     def limiter_master_options(self, mworkers: int = MASTER_MWORKERS) -> dict[str, Any]:
         """The master options of the limiter-on master (:meth:`rate_limiting`'s)

@@ -29,16 +29,18 @@ from benchmarks.storm.consumer import BOUND_S, TREND_SHARE
 from benchmarks.storm.decide import DecideResult
 from benchmarks.storm.goals import (
     answered_words,
+    called,
     completed_words,
     cpu_per_return,
     cpu_per_return_by_role,
     goal_lines,
     goals_over_runs,
+    possessive,
     took_words,
     why_lines,
 )
 from benchmarks.storm.options import (
-    MINION_MASTERS,
+    MINION_VARIANTS,
     PRIORITY_FUNCTIONS,
     StormOptions,
 )
@@ -145,7 +147,7 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         + (
             "Pools (the series without the limiter): limiter on's worker pools, "
             "function-routed, and no `rate_limiting`. "
-            if any(MINION_MASTERS.get(v, v) == "pools" for v in options.variants)
+            if any(options.master_of(v) == "pools" for v in options.variants)
             else ""
         )
         + (
@@ -170,11 +172,10 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
 def _prio_intro(variants: tuple[str, ...]) -> str:
     """What the variants with minions that send presence returns first
     run, if any is run."""
-    called = {"off": "limiter off's", "pools": "pools'"}
     masters = [
-        f"{name} on {called[master]} master"
-        for name, master in MINION_MASTERS.items()
-        if name in variants
+        f"{v.name} on {possessive(called(v.master))} master"
+        for v in MINION_VARIANTS
+        if v.name in variants
     ]
     if not masters:
         return ""

@@ -228,6 +228,7 @@ def test_the_minion_model_defaults_to_the_limiters_budget_per_minion() -> None:
 def test_the_pools_prio_variant_is_pools_with_prios_minions() -> None:
     options = _parse(["--variants", "pools,pools-prio"])
     assert options.master_options("pools-prio") == options.master_options("pools")
+    assert options.master_of("pools-prio") == "pools"
     assert options.master_options("pools-prio") is not None
     assert options.priority_functions("pools-prio") == (
         "test.ping",
