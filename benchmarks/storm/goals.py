@@ -71,6 +71,16 @@ def ratio_text(on: float, off: float, limit: float) -> tuple[str, bool | None]:
     return f"{ratio:.2f}x, goal <= {limit:g}x: missed by {ratio - limit:.2f}x", False
 
 
+#: the goal line of a storm without limiter on: every goal but the criteria
+#: module's compares it with the others
+_ON_NOT_RUN: Final = Goal(
+    "limiter on",
+    "- limiter on was not run: none of its goals is measured (each compares "
+    "it with the other variants; the tables below compare those)",
+    None,
+)
+
+
 def goals(
     results: list[VariantResult],
     limits: RateLimiting,
@@ -81,9 +91,7 @@ def goals(
     others = [r for r in results if r.name != "on"]
     found: list[Goal] = []
     if on is None:
-        found.append(
-            Goal("limiter on", "- limiter on: not run, no goal measured", None)
-        )
+        found.append(_ON_NOT_RUN)
     else:
         found += [
             _ping_goal(on, others),
@@ -122,11 +130,23 @@ def goals_over_runs(
     }
     if len(numbers) == 1:
         return per_run[numbers[0]]
+    if not any(r.name == "on" for r in results):
+        # one line, not the same line once per run
+        without = {
+            n: [goal for goal in found if goal is not _ON_NOT_RUN]
+            for n, found in per_run.items()
+        }
+        return [_ON_NOT_RUN, *_fold_runs(without, len(numbers))]
+    return _fold_runs(per_run, len(numbers))
+
+
+def _fold_runs(per_run: dict[int, list[Goal]], total: int) -> list[Goal]:
+    """One goal per name from each run's goals (:func:`_folded`)."""
     by_name: dict[str, list[tuple[int, Goal]]] = {}
     for n, found in per_run.items():
         for goal in found:
             by_name.setdefault(goal.name, []).append((n, goal))
-    return [_folded(name, runs, len(numbers)) for name, runs in by_name.items()]
+    return [_folded(name, runs, total) for name, runs in by_name.items()]
 
 
 def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:

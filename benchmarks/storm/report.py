@@ -45,7 +45,7 @@ from benchmarks.storm.options import (
     StormOptions,
 )
 from benchmarks.storm.plot import Measure, consumer_plot, runs_plot, timeline_plot
-from harness.ratelimit import RateLimiting
+from harness.ratelimit import RateLimiting, salt_slice_defaults
 
 PSS_ROLES_SHOWN: Final = 6  # master processes per variant in the memory table
 
@@ -80,7 +80,9 @@ def report_lines(
     results: list[VariantResult], decisions: list[DecideResult], options: StormOptions
 ) -> list[Any]:
     """The report's Markdown, section by section (no plot)."""
-    limits = next((r.limiter for r in results if r.limiter), None) or RateLimiting()
+    limits = (
+        next((r.limiter for r in results if r.limiter), None) or options.rate_limiting()
+    )
     found = goals_over_runs(results, limits, decisions)
     return [
         *_intro(limits, options),
@@ -99,22 +101,9 @@ def report_lines(
 
 
 def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
-    defaults = RateLimiting()
-    changed = [
-        f"{name} {getattr(limits, name)}"
-        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
-        if getattr(limits, name) != getattr(defaults, name)
-    ]
-    pool = (
-        f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
-        f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
-        f"beside the {MASTER_MWORKERS - limits.exempt_pool_workers} of the "
-        "default pool (`worker_pools:exempt:functions`). "
-        if limits.exempt_pool_workers
-        else "No worker pool of its own for the exempt functions. "
-    )
+    masters = {options.master_of(v) for v in options.variants}
     return [
-        "# Storm benchmark: rate limiting off vs on",
+        "# Storm benchmark: " + " vs ".join(map(_title_name, options.variants)),
         "",
         report.environment(),
         f"{options.minions} simulated minions (each runs at most "
@@ -128,26 +117,13 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         "(a real minion forks a process per job), submitted "
         f"with `LocalClient.run_job` by {options.submitters} client threads as fast as "
         "they can. "
-        "Limiter on: `rate_limiting` "
-        + (f"defaults except {', '.join(changed)} " if changed else "defaults ")
-        + f"(criteria `{limits.criteria}`, "
-        f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
-        f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
-        + pool
-        + (
-            "A job is published in slices of at least "
-            f"{options.slice_min_targets} minions under its one jid, each as "
-            "returns free the budget; the budget follows the wait returns see "
-            "(`rate_limiting:slices`, its `target_delay` at Salt's default), "
-            "with max_master_jobs as its ceiling. "
-            if options.slice_min_targets
-            else ""
-        )
-        + "Limiter off: one pool. "
+        + (_limiter_intro(limits, options) if "on" in masters else "")
+        + ("Limiter off: one pool. " if "off" in masters else "")
         + (
             "Pools (the series without the limiter): limiter on's worker pools, "
             "function-routed, and no `rate_limiting`. "
-            if any(options.master_of(v) == "pools" for v in options.variants)
+            + ("" if "on" in masters else _pool_intro(limits))
+            if "pools" in masters
             else ""
         )
         + (
@@ -155,7 +131,7 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
             "pristine 3008.3 with `master_async_mworker: True` and a worker pool "
             "of its own for `publish` requests (`worker_pools` by command), "
             "the default pool taking the rest. "
-            if "tuned" in options.variants
+            if "tuned" in masters
             else ""
         )
         + _prio_intro(options.variants)
@@ -167,6 +143,68 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         f"Reproduce: `{options.reproduce_command()}`.",
         "",
     ]
+
+
+def _title_name(variant: str) -> str:
+    """A variant as the report's title names it: ``limiter on``, ``prio``."""
+    return "limiter on" if variant == "on" else called(variant)
+
+
+def _limiter_intro(limits: RateLimiting, options: StormOptions) -> str:
+    """The limiter-on master's settings."""
+    defaults = RateLimiting()
+    changed = [
+        f"{name} {getattr(limits, name)}"
+        for name in ("max_master_jobs", "max_minion_jobs", "max_queue")
+        if getattr(limits, name) != getattr(defaults, name)
+    ]
+    return (
+        "Limiter on: `rate_limiting` "
+        + (f"defaults except {', '.join(changed)} " if changed else "defaults ")
+        + f"(criteria `{limits.criteria}`, "
+        f"max_master_jobs {limits.max_master_jobs}, max_minion_jobs "
+        f"{limits.max_minion_jobs}, max_queue {limits.max_queue}). "
+        + _pool_intro(limits)
+        + (
+            "A job is published in slices of at least "
+            f"{options.slice_min_targets} minions under its one jid, each as "
+            f"returns free the budget; {_budget_words(options.slice_target_delay)}. "
+            if options.slice_min_targets
+            else ""
+        )
+    )
+
+
+def _pool_intro(limits: RateLimiting) -> str:
+    """The exempt functions' pool on the limiter-on and pools masters."""
+    if not limits.exempt_pool_workers:
+        return "No worker pool of its own for the exempt functions. "
+    return (
+        f"The exempt functions ({', '.join(limits.exempt_functions())}) have a "
+        f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
+        f"beside the {MASTER_MWORKERS - limits.exempt_pool_workers} of the "
+        "default pool (`worker_pools:exempt:functions`). "
+    )
+
+
+def _budget_words(target_delay: float) -> str:
+    """How the sliced limiter sizes its budget with ``--slice-target-delay``."""
+    if not target_delay:
+        return (
+            "the budget is fixed at max_master_jobs "
+            "(`rate_limiting:slices:target_delay: null`)"
+        )
+    default = salt_slice_defaults()["target_delay"]
+    return (
+        "the budget follows the wait returns see (`rate_limiting:slices`, its "
+        f"`target_delay` {target_delay:g} s, "
+        + (
+            "Salt's default"
+            if target_delay == default
+            else f"where Salt's default is {default:g} s"
+        )
+        + "), with max_master_jobs as its ceiling"
+    )
 
 
 def _prio_intro(variants: tuple[str, ...]) -> str:

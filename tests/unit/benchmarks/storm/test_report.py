@@ -377,3 +377,48 @@ def test_the_master_s_cpu_per_return_is_shown_by_process_beside_the_consumer_s()
         f"| {consumer} (not in master CPU) | 300.00 (300.00-300.00) "
         "| 300.00 (300.00-300.00) |",
     ]
+
+
+def _finished(name: str, run: int) -> VariantResult:
+    result = VariantResult(name, None, submitted=2, accepted=2, run=run)
+    result.ended_by = "all expected returns arrived"
+    result.expected_returns = result.received_cache = 20
+    return result
+
+
+def test_a_storm_without_limiter_on_says_so_once_and_not_what_on_would_run() -> None:
+    results = [_finished(name, run) for run in (1, 2, 3) for name in ("off", "prio")]
+    text = _text(results, options=StormOptions(variants=("off", "prio")))
+    assert text.startswith("# Storm benchmark: limiter off vs prio\n")
+    assert "Limiter on:" not in text
+    assert "Limiter off: one pool." in text
+    assert text.count("limiter on was not run") == 1
+    assert "run 2: limiter on" not in text
+
+
+def test_pools_without_limiter_on_says_what_its_exempt_pool_is() -> None:
+    options = StormOptions(variants=("off", "pools-prio"), exempt_pool=2)
+    text = _text([_finished("off", 1), _finished("pools-prio", 1)], options=options)
+    assert "Pools (the series without the limiter)" in text
+    assert "worker pool of their own with 2 MWorker(s), beside the 2 of" in text
+    assert "Limiter on:" not in text
+
+
+def test_the_report_says_the_target_delay_the_limiter_ran_with() -> None:
+    from harness.ratelimit import salt_slice_defaults
+
+    default = salt_slice_defaults()["target_delay"]
+    at_default = _text([_limiter_on()], options=StormOptions(variants=("on",)))
+    assert f"`target_delay` {default:g} s, Salt's default)" in at_default
+    other = _text(
+        [_limiter_on()],
+        options=StormOptions(variants=("on",), slice_target_delay=default + 2),
+    )
+    assert (
+        f"`target_delay` {default + 2:g} s, where Salt's default is {default:g} s)"
+        in other
+    )
+    fixed = _text(
+        [_limiter_on()], options=StormOptions(variants=("on",), slice_target_delay=0)
+    )
+    assert "the budget is fixed at max_master_jobs" in fixed
