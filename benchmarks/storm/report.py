@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import report
+from benchmarks.hostspeed import PROBE_ROUNDS
 from benchmarks.salt_trees import MASTER_MWORKERS
 from benchmarks.storm.accounting import (
     PING_MAX_OUTSTANDING,
@@ -284,6 +285,7 @@ OVER_TIME: Final[tuple[Column, ...]] = (
     ),
     ("master CPU s", lambda r: f"{r.master_cpu_s:.0f}"),
     ("driver CPU s", lambda r: f"{r.driver_cpu_s:.0f}"),
+    ("box probe ms before / after", lambda r: _probe_cell(r)),
 )
 
 
@@ -470,11 +472,22 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "process). Driver CPU: the storm's own "
         "process (the presence pinger, the submitters and the accounting of "
         "the bus), not in the master's; it shares the box's cores with the "
-        "master and the fleet. Limiter wait: what each budget decision of "
+        "master and the fleet. Box probe: the CPU milliseconds a fixed piece "
+        "of Python took on the idle box just before the variant's stack "
+        "started and just after it stopped (the fastest of "
+        f"{PROBE_ROUNDS}); when it grows with run order, the box slowed "
+        "down, whatever ran. Limiter wait: what each budget decision of "
         "`rate_limiting:slices` saw, the wait of the fastest tenth of the "
         "last seconds' returns past their command's run time (the budget is "
         "cut above `target_delay`), and the cuts over the storm.",
     )
+
+
+def _probe_cell(result: VariantResult) -> str:
+    """The box probe before / after ``result``'s run; ``-`` when not taken."""
+    if not result.cpu_probe_ms:
+        return "-"
+    return f"{result.cpu_probe_ms:.1f} / {result.cpu_probe_after_ms:.1f}"
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:

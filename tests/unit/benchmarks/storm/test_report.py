@@ -422,3 +422,14 @@ def test_the_report_says_the_target_delay_the_limiter_ran_with() -> None:
         [_limiter_on()], options=StormOptions(variants=("on",), slice_target_delay=0)
     )
     assert "the budget is fixed at max_master_jobs" in fixed
+
+
+def test_the_report_shows_the_box_probe_of_each_run() -> None:
+    probed = _finished("off", 1)
+    probed.cpu_probe_ms, probed.cpu_probe_after_ms = 31.24, 35.06
+    old = _finished("prio", 1)  # kept by a saltfleet without the probe
+    text = _text([probed, old], options=StormOptions(variants=("off", "prio")))
+    column = " box probe ms before / after "
+    assert _cells(text, "box probe", "| off")[column] == " 31.2 / 35.1 "
+    assert _cells(text, "box probe", "| prio")[column] == " - "
+    assert "when it grows with run order, the box slowed down" in text
