@@ -2,12 +2,13 @@
 
 The runs of one storm have grown slower in run order whichever variant
 ran, a fresh master's MWorkers spending more CPU seconds on the same
-returns (``benchmarks/results/storm-200-prio.md``): either the box did less
+returns (``benchmarks/results/storm-200-prio-analysis.md``): either the box did less
 per CPU second or the work per return grew, and a comparison of variants
 run at different times is only as good as the box was steady. A benchmark times
 :func:`cpu_probe_ms` before and after each run, when nothing of its own
-runs, and reports both beside the run's numbers, so drift of the box is
-told apart from drift of what is measured.
+runs, and reports both beside the run's numbers: a probe that grows says
+the cores did less per CPU second whatever ran; a level one says only that
+(memory, cache and kernel work may still have slowed: the loop does none).
 """
 
 from __future__ import annotations
@@ -23,20 +24,21 @@ PROBE_STEPS: Final = 300_000
 
 
 def cpu_probe_ms(rounds: int = PROBE_ROUNDS, steps: int = PROBE_STEPS) -> float:
-    """Milliseconds of this process's CPU time the fixed work takes, the
-    fastest of ``rounds``: CPU time, not wall time, so a process scheduled
-    out does not count, and a box whose cores do less per second does."""
+    """Milliseconds of this thread's CPU time the fixed work takes, the
+    fastest of ``rounds``: CPU time, not wall time, so a thread scheduled
+    out does not count, and a box whose cores do less per second does; the
+    thread's own, so the benchmark's other threads do not count."""
     best = float("inf")
     for _ in range(rounds):
-        start = time.process_time()
+        start = time.thread_time()
         _fixed_work(steps)
-        best = min(best, time.process_time() - start)
+        best = min(best, time.thread_time() - start)
     return best * 1000
 
 
 def _fixed_work(steps: int) -> int:
-    """Integer arithmetic in the interpreter's loop: no I/O and no
-    allocation to speak of, only what a core does per CPU second."""
+    """Small-integer arithmetic in the interpreter's loop, in cache: no I/O,
+    no system call, only what a core does per CPU second."""
     total = 0
     for i in range(steps):
         total = (total + i * i) % 1_000_003

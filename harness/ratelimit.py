@@ -194,15 +194,20 @@ class RateLimiting:
         if self.slice_backlog is not None:  # set only with slices
             return f"a budget of {self.slice_backlog:g} s of returns"
         delay: float | None = None
+        default = salt_slice_defaults()["target_delay"]
         if self.slices:
             delay = (
                 self.slice_target_delay
                 if self.slice_target_delay is not None
-                else salt_slice_defaults()["target_delay"]
+                else default
             )
         if not delay:  # no slices, or slices with target_delay 0
             return f"a fixed budget of max_master_jobs ({self.max_master_jobs})"
-        return f"a budget sized for returns waiting {delay:g} s (target_delay)"
+        return (
+            f"a budget sized for returns waiting {delay:g} s (target_delay, "
+            + ("Salt's default" if delay == default else f"Salt's is {default:g} s")
+            + f"), max_master_jobs ({self.max_master_jobs}) its ceiling"
+        )
 
     def exempt_functions(self) -> list[str]:
         """The functions that bypass the queue, as the master resolves them."""

@@ -224,9 +224,9 @@ class VariantResult:
     #: the storm's own process over the storm (pinger, submitters, accounting)
     driver_cpu_s: float = 0.0
     #: :func:`benchmarks.hostspeed.cpu_probe_ms` on the idle box before the
-    #: variant's stack started and after it stopped; 0: not taken (runs kept
-    #: by an older saltfleet)
-    cpu_probe_ms: float = 0.0
+    #: variant's stack started and after it stopped; 0: not taken (a result
+    #: file written before the probe, read again by hand)
+    cpu_probe_before_ms: float = 0.0
     cpu_probe_after_ms: float = 0.0
     samples: list[Sample] = field(default_factory=list)
     pings: list[Ping] = field(default_factory=list)

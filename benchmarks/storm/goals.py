@@ -71,14 +71,19 @@ def ratio_text(on: float, off: float, limit: float) -> tuple[str, bool | None]:
     return f"{ratio:.2f}x, goal <= {limit:g}x: missed by {ratio - limit:.2f}x", False
 
 
-#: the goal line of a storm without limiter on: every goal but the criteria
-#: module's compares it with the others
-_ON_NOT_RUN: Final = Goal(
-    "limiter on",
-    "- limiter on was not run: none of its goals is measured (each compares "
-    "it with the other variants; the tables below compare those)",
-    None,
-)
+#: the name of the goal line of a storm without limiter on
+ON_NOT_RUN: Final = "limiter on not run"
+
+
+def _on_not_run() -> Goal:
+    """The goal line of a storm without limiter on: its goals that compare it
+    with the other variants are not measured (the criteria module's is)."""
+    return Goal(
+        ON_NOT_RUN,
+        "- limiter on was not run: its goals that compare it with the other "
+        "variants are not measured (the tables below compare the variants run)",
+        None,
+    )
 
 
 def goals(
@@ -91,7 +96,7 @@ def goals(
     others = [r for r in results if r.name != "on"]
     found: list[Goal] = []
     if on is None:
-        found.append(_ON_NOT_RUN)
+        found.append(_on_not_run())
     else:
         found += [
             _ping_goal(on, others),
@@ -133,10 +138,10 @@ def goals_over_runs(
     if not any(r.name == "on" for r in results):
         # one line, not the same line once per run
         without = {
-            n: [goal for goal in found if goal is not _ON_NOT_RUN]
+            n: [goal for goal in found if goal.name != ON_NOT_RUN]
             for n, found in per_run.items()
         }
-        return [_ON_NOT_RUN, *_fold_runs(without, len(numbers))]
+        return [_on_not_run(), *_fold_runs(without, len(numbers))]
     return _fold_runs(per_run, len(numbers))
 
 
@@ -170,8 +175,8 @@ def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:
 
 
 def called(name: str) -> str:
-    """How a text names a variant other than on: ``limiter off``, ``tuned``."""
-    return "limiter off" if name == "off" else name
+    """How a text names a variant: ``limiter on``, ``limiter off``, ``tuned``."""
+    return f"limiter {name}" if name in ("on", "off") else name
 
 
 def possessive(words: str) -> str:
@@ -717,8 +722,11 @@ def _consumer_lost_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
 
 def goal_lines(found: list[Goal]) -> list[str]:
     """The goals section."""
+    on_run = all(goal.name != ON_NOT_RUN for goal in found)
     return [
-        "## Goals (limiter on vs each other variant, side by side in each run)",
+        "## Goals (limiter on vs each other variant, side by side in each run)"
+        if on_run
+        else "## Goals",
         "",
         *(goal.line for goal in found),
         "",

@@ -104,7 +104,7 @@ def report_lines(
 def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
     masters = {options.master_of(v) for v in options.variants}
     return [
-        "# Storm benchmark: " + " vs ".join(map(_title_name, options.variants)),
+        "# Storm benchmark: " + " vs ".join(map(called, options.variants)),
         "",
         report.environment(),
         f"{options.minions} simulated minions (each runs at most "
@@ -118,12 +118,12 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
         "(a real minion forks a process per job), submitted "
         f"with `LocalClient.run_job` by {options.submitters} client threads as fast as "
         "they can. "
-        + (_limiter_intro(limits, options) if "on" in masters else "")
-        + ("Limiter off: one pool. " if "off" in masters else "")
+        + (_limiter_intro(limits) if "on" in masters else "")
+        + (f"{_master_name('off', options)}: one pool. " if "off" in masters else "")
         + (
-            "Pools (the series without the limiter): limiter on's worker pools, "
-            "function-routed, and no `rate_limiting`. "
-            + ("" if "on" in masters else _pool_intro(limits))
+            f"{_master_name('pools', options)}: the series without the limiter, "
+            "the limiter-on master's worker pools, function-routed, and no "
+            "`rate_limiting`. " + ("" if "on" in masters else _pool_intro(limits))
             if "pools" in masters
             else ""
         )
@@ -146,12 +146,21 @@ def _intro(limits: RateLimiting, options: StormOptions) -> list[Any]:
     ]
 
 
-def _title_name(variant: str) -> str:
-    """A variant as the report's title names it: ``limiter on``, ``prio``."""
-    return "limiter on" if variant == "on" else called(variant)
+def _master_name(master: str, options: StormOptions) -> str:
+    """How the intro names ``master`` (``off``, ``pools``): by its variant
+    when that is run (``Limiter off``), else as the master of the variants
+    that run it (``Limiter off's master (prio's)``)."""
+    name = called(master)
+    if master in options.variants:
+        return name[0].upper() + name[1:]
+    users = [v for v in options.variants if options.master_of(v) == master]
+    return (
+        f"{possessive(name)[0].upper()}{possessive(name)[1:]} master "
+        f"({', '.join(possessive(v) for v in users)})"
+    )
 
 
-def _limiter_intro(limits: RateLimiting, options: StormOptions) -> str:
+def _limiter_intro(limits: RateLimiting) -> str:
     """The limiter-on master's settings."""
     defaults = RateLimiting()
     changed = [
@@ -168,9 +177,10 @@ def _limiter_intro(limits: RateLimiting, options: StormOptions) -> str:
         + _pool_intro(limits)
         + (
             "A job is published in slices of at least "
-            f"{options.slice_min_targets} minions under its one jid, each as "
-            f"returns free the budget; {_budget_words(options.slice_target_delay)}. "
-            if options.slice_min_targets
+            f"{limits.slice_min_targets or salt_slice_defaults()['min_targets']} "
+            "minions under its one jid, each as returns free the budget: "
+            f"{limits.describe_budget()}. "
+            if limits.slices
             else ""
         )
     )
@@ -185,26 +195,6 @@ def _pool_intro(limits: RateLimiting) -> str:
         f"worker pool of their own with {limits.exempt_pool_workers} MWorker(s), "
         f"beside the {MASTER_MWORKERS - limits.exempt_pool_workers} of the "
         "default pool (`worker_pools:exempt:functions`). "
-    )
-
-
-def _budget_words(target_delay: float) -> str:
-    """How the sliced limiter sizes its budget with ``--slice-target-delay``."""
-    if not target_delay:
-        return (
-            "the budget is fixed at max_master_jobs "
-            "(`rate_limiting:slices:target_delay: null`)"
-        )
-    default = salt_slice_defaults()["target_delay"]
-    return (
-        "the budget follows the wait returns see (`rate_limiting:slices`, its "
-        f"`target_delay` {target_delay:g} s, "
-        + (
-            "Salt's default"
-            if target_delay == default
-            else f"where Salt's default is {default:g} s"
-        )
-        + "), with max_master_jobs as its ceiling"
     )
 
 
@@ -258,7 +248,7 @@ END_COUNTS: Final[tuple[Column, ...]] = (
     ),
 )
 
-#: what the sampler saw over the storm
+#: what the sampler saw over the storm, the CPU it took and the box probe around it
 OVER_TIME: Final[tuple[Column, ...]] = (
     ("variant", lambda r: r.label),
     ("storm s (ended by)", lambda r: f"{r.storm_s:.0f} ({r.ended_by})"),
@@ -472,11 +462,13 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "process). Driver CPU: the storm's own "
         "process (the presence pinger, the submitters and the accounting of "
         "the bus), not in the master's; it shares the box's cores with the "
-        "master and the fleet. Box probe: the CPU milliseconds a fixed piece "
+        "master and the fleet. Box probe: the CPU milliseconds a fixed loop "
         "of Python took on the idle box just before the variant's stack "
         "started and just after it stopped (the fastest of "
         f"{PROBE_ROUNDS}); when it grows with run order, the box slowed "
-        "down, whatever ran. Limiter wait: what each budget decision of "
+        "down, whatever ran; when it stays level, the cores are as fast, "
+        "but memory, cache and kernel work may still have slowed (the loop "
+        "does none). Limiter wait: what each budget decision of "
         "`rate_limiting:slices` saw, the wait of the fastest tenth of the "
         "last seconds' returns past their command's run time (the budget is "
         "cut above `target_delay`), and the cuts over the storm.",
@@ -485,9 +477,9 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
 
 def _probe_cell(result: VariantResult) -> str:
     """The box probe before / after ``result``'s run; ``-`` when not taken."""
-    if not result.cpu_probe_ms:
+    if not result.cpu_probe_before_ms:
         return "-"
-    return f"{result.cpu_probe_ms:.1f} / {result.cpu_probe_after_ms:.1f}"
+    return f"{result.cpu_probe_before_ms:.1f} / {result.cpu_probe_after_ms:.1f}"
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:

@@ -287,9 +287,9 @@ def run_variant(
     ) as stack:
         result = StormRun(name, limiter, options, stack, consumer, run_no).run()
     shutil.rmtree(stack_root, ignore_errors=True)
-    result.cpu_probe_ms, result.cpu_probe_after_ms = probe_before, cpu_probe_ms()
+    result.cpu_probe_before_ms, result.cpu_probe_after_ms = probe_before, cpu_probe_ms()
     print(
-        f"  {name}: box probe {result.cpu_probe_ms:.1f} ms before the run, "
+        f"  {name}: box probe {result.cpu_probe_before_ms:.1f} ms before the run, "
         f"{result.cpu_probe_after_ms:.1f} ms after",
         flush=True,
     )

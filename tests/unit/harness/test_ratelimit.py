@@ -70,13 +70,23 @@ def test_slice_settings_without_slices_are_refused() -> None:
             "a budget of 30 s of returns",
         ),
         (
-            RateLimiting(slices=True, slice_target_delay=2.5),
-            "a budget sized for returns waiting 2.5 s (target_delay)",
+            RateLimiting(max_master_jobs=700, slices=True, slice_target_delay=2.5),
+            "a budget sized for returns waiting 2.5 s (target_delay, Salt's is "
+            "{default:g} s), max_master_jobs (700) its ceiling",
+        ),
+        (
+            RateLimiting(max_master_jobs=700, slices=True),
+            "a budget sized for returns waiting {default:g} s (target_delay, "
+            "Salt's default), max_master_jobs (700) its ceiling",
         ),
     ],
 )
 def test_a_report_says_how_the_budget_is_sized(limiter, words) -> None:
-    assert limiter.describe_budget() == words
+    from harness.ratelimit import salt_slice_defaults
+
+    default = salt_slice_defaults()["target_delay"]
+    assert default != 2.5  # the case above is not the default
+    assert limiter.describe_budget() == words.format(default=default)
 
 
 def test_slice_event_reads_slice_tags_only() -> None:

@@ -239,3 +239,12 @@ def test_the_pools_prio_variant_is_pools_with_prios_minions() -> None:
 def test_pools_prio_without_an_exempt_pool_is_refused() -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="pools-prio needs an exempt"):
         _parse(["--variants", "off,pools-prio", "--exempt-pool", "0"])
+
+
+def test_every_minion_variant_runs_a_master_every_comparison_has() -> None:
+    from benchmarks.salt_trees import MASTER_VARIANTS
+    from benchmarks.storm.options import MINION_VARIANTS
+
+    for variant in MINION_VARIANTS:
+        assert variant.master in MASTER_VARIANTS, variant
+        assert StormOptions.master_of(variant.name) == variant.master

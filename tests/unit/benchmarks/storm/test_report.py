@@ -177,7 +177,8 @@ def test_the_report_says_what_the_prio_variants_change() -> None:
     )
     assert "prio on limiter off's master and pools-prio on pools' master" in both
     # pools-prio's master is pools': the report says what that master is
-    assert "Pools (the series without the limiter)" in both
+    assert "Pools' master (pools-prio's): the series without the limiter" in both
+    assert "Limiter off's master (prio's): one pool." in both
     assert "minion-side" not in _text([_limiter_on()], decisions, StormOptions())
 
 
@@ -254,6 +255,7 @@ def test_the_report_shows_the_consumer_and_the_options_that_shape_the_run() -> N
         rows_stored=450,
     )
     options = StormOptions(consumer_rate=150, slice_min_targets=50)
+    on.limiter = options.rate_limiting()  # the limiter the run had
     decisions = [DecideResult("nothing in flight", "publish", [5.0])]
     text = _text([on], decisions, options)
     assert "stores at most 150 events/s in PostgreSQL" in text
@@ -393,13 +395,14 @@ def test_a_storm_without_limiter_on_says_so_once_and_not_what_on_would_run() -> 
     assert "Limiter on:" not in text
     assert "Limiter off: one pool." in text
     assert text.count("limiter on was not run") == 1
+    assert "\n## Goals\n" in text and "limiter on vs each other" not in text
     assert "run 2: limiter on" not in text
 
 
 def test_pools_without_limiter_on_says_what_its_exempt_pool_is() -> None:
     options = StormOptions(variants=("off", "pools-prio"), exempt_pool=2)
     text = _text([_finished("off", 1), _finished("pools-prio", 1)], options=options)
-    assert "Pools (the series without the limiter)" in text
+    assert "Pools' master (pools-prio's): the series without the limiter" in text
     assert "worker pool of their own with 2 MWorker(s), beside the 2 of" in text
     assert "Limiter on:" not in text
 
@@ -408,25 +411,25 @@ def test_the_report_says_the_target_delay_the_limiter_ran_with() -> None:
     from harness.ratelimit import salt_slice_defaults
 
     default = salt_slice_defaults()["target_delay"]
-    at_default = _text([_limiter_on()], options=StormOptions(variants=("on",)))
-    assert f"`target_delay` {default:g} s, Salt's default)" in at_default
-    other = _text(
-        [_limiter_on()],
-        options=StormOptions(variants=("on",), slice_target_delay=default + 2),
-    )
-    assert (
-        f"`target_delay` {default + 2:g} s, where Salt's default is {default:g} s)"
-        in other
-    )
-    fixed = _text(
-        [_limiter_on()], options=StormOptions(variants=("on",), slice_target_delay=0)
-    )
-    assert "the budget is fixed at max_master_jobs" in fixed
+
+    def intro(options: StormOptions) -> str:
+        on = _finished("on", 1)
+        on.limiter = options.rate_limiting()
+        return _text([on], options=options).split("\n## ")[0]
+
+    at_default = intro(StormOptions(variants=("on",)))
+    assert f"waiting {default:g} s (target_delay, Salt's default)" in at_default
+    other = intro(StormOptions(variants=("on",), slice_target_delay=default + 2))
+    assert f"waiting {default + 2:g} s (target_delay, Salt's is {default:g} s)" in other
+    fixed = intro(StormOptions(variants=("on",), slice_target_delay=0))
+    assert "a fixed budget of max_master_jobs" in fixed
+    unsliced = intro(StormOptions(variants=("on",), slice_min_targets=0))
+    assert "published in slices" not in unsliced
 
 
 def test_the_report_shows_the_box_probe_of_each_run() -> None:
     probed = _finished("off", 1)
-    probed.cpu_probe_ms, probed.cpu_probe_after_ms = 31.24, 35.06
+    probed.cpu_probe_before_ms, probed.cpu_probe_after_ms = 31.24, 35.06
     old = _finished("prio", 1)  # kept by a saltfleet without the probe
     text = _text([probed, old], options=StormOptions(variants=("off", "prio")))
     column = " box probe ms before / after "
