@@ -10,6 +10,10 @@ it: the rows that are not there, the error and the exit code.  Bad filters
 (a catastrophic regular expression, a list form nested 1200 deep) are
 refused with a message, never a traceback.
 
+The minions' pillar carries a secret, served from the master's pillar root
+(so the pillar each simulated minion fetches as it starts agrees with the
+one the fixture caches for every minion, whichever is written last).
+
 The users live in a ``master.d`` include of their own beside the harness's
 salt-api include (Salt merges the includes' ``external_auth``), and log in
 with the ``sharedsecret`` the harness generates for salt-api.
@@ -31,6 +35,10 @@ pytestmark = pytest.mark.integration
 MINIONS = 3
 NORMAL = 0
 PILLAR_SECRET = "hunter2"
+PILLAR_FILES = {
+    "top.sls": "base:\n  '*':\n    - db\n",
+    "db.sls": f"db:\n  password: {PILLAR_SECRET}\n",
+}
 
 
 def _acl(first: str) -> dict[str, list[Any]]:
@@ -53,7 +61,11 @@ def stack(open_tmp_module):
     users.parent.mkdir(parents=True)
     users.write_text(json.dumps({"external_auth": {"sharedsecret": _acl(ids[0])}}))
     stack = fleet_stack(
-        MINIONS, root=root, master_opts={"timeout": 5}, api=ApiSettings()
+        MINIONS,
+        root=root,
+        master_opts={"timeout": 5},
+        api=ApiSettings(),
+        pillar_files=PILLAR_FILES,
     )
     with stack as running:
         _cache_pillar(running)
