@@ -11,6 +11,7 @@ directory.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -199,6 +200,9 @@ def reachable_install(bin_dir: Path) -> Path:
     builds that no running server uses are removed when a new one is made.
     A stack that stops removes the copy once no server runs from it
     (:func:`remove_stale_copies`), so nothing stays in the temp directory.
+    Reusing a copy and judging it stale take a lock on the copy's directory,
+    so a stack (another xdist worker, another checkout) never removes the
+    copy another has just chosen to run initdb from.
     """
     if blocked_ancestor(bin_dir) is None:
         return bin_dir
@@ -210,11 +214,14 @@ def reachable_install(bin_dir: Path) -> Path:
     libs = package.parent / f"{package.name}.libs"
     target = Path(tempfile.gettempdir()) / f"{COPY_PREFIX}{_build_digest(bin_dir)}"
     copied_bin = target / package.name / install.name / bin_dir.name
-    if (target / ".complete").exists():
-        # fresh for remove_stale_copies: a server is about to start from it
-        with contextlib.suppress(OSError):
-            os.utime(target)
-        return copied_bin
+    with _copy_lock(target, fcntl.LOCK_SH) as held:
+        # Under the lock a removal takes too, so a copy is either refreshed
+        # here first (and a removal sees it fresh) or gone before this looks.
+        if held and (target / ".complete").exists():
+            # fresh for remove_stale_copies: a server is about to start from it
+            with contextlib.suppress(OSError):
+                os.utime(target)
+            return copied_bin
     remove_stale_copies(keep=target)
     staging = Path(tempfile.mkdtemp(prefix=f".{COPY_PREFIX}"))
     try:
@@ -254,6 +261,28 @@ def _build_digest(bin_dir: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+@contextlib.contextmanager
+def _copy_lock(path: Path, operation: int) -> Iterator[bool]:
+    """Hold an advisory lock on the directory ``path`` itself (no lock file
+    is left behind); yield whether it was taken: False when ``path`` is
+    gone, or when ``operation`` has ``LOCK_NB`` and another process holds
+    it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, operation)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
 def remove_stale_copies(
     keep: Path | None = None, fresh_grace: float = _FRESH_GRACE
 ) -> list[Path]:
@@ -269,13 +298,23 @@ def remove_stale_copies(
         if path == keep or not path.is_dir():
             continue
         grace = _STAGING_GRACE if path.name.startswith(".") else fresh_grace
-        if path != keep and now - path.stat().st_mtime < grace:
-            continue
-        if any(exe.is_relative_to(path) for exe in in_use):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
+        # a copy another stack is reusing right now stays: judged and
+        # removed under the lock its reuse takes (see reachable_install)
+        with _copy_lock(path, fcntl.LOCK_EX | fcntl.LOCK_NB) as held:
+            if not held or _fresh(path, now, grace):
+                continue
+            if any(exe.is_relative_to(path) for exe in in_use):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
+
+
+def _fresh(path: Path, now: float, grace: float) -> bool:
+    try:
+        return now - path.stat().st_mtime < grace
+    except OSError:  # removed meanwhile: nothing left to judge
+        return True
 
 
 def _executables_in_use() -> list[Path]:

@@ -3,6 +3,7 @@ and copies of other builds removed once nothing runs from them."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -92,3 +93,25 @@ def test_a_stopped_stack_leaves_no_copy_but_a_fresh_one_stays(temp_dir: Path) ->
     _age(copy.parents[2])
     assert postgres.remove_stale_copies() == [copy.parents[2]]
     assert list(temp_dir.glob(f"*{postgres.COPY_PREFIX}*")) == []
+
+
+def test_a_copy_being_reused_is_not_removed_under_it(temp_dir: Path) -> None:
+    # Two xdist workers: one reusing the copy (about to run initdb from it)
+    # while the other's stopped stack removes stale copies. The removal
+    # must not judge the copy stale and delete it under the reuse.
+    copy = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    _age(copy.parents[2])
+    with postgres._copy_lock(copy.parents[2], fcntl.LOCK_SH) as held:
+        assert held
+        assert postgres.remove_stale_copies(fresh_grace=0) == []
+        assert (copy / "initdb").exists()
+    assert postgres.remove_stale_copies(fresh_grace=0) == [copy.parents[2]]
+
+
+def test_a_copy_removed_before_its_reuse_is_made_again(temp_dir: Path) -> None:
+    copy = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    _age(copy.parents[2])
+    assert postgres.remove_stale_copies(fresh_grace=0) == [copy.parents[2]]
+    again = postgres.reachable_install(_fake_install(temp_dir / "b", b"server-1"))
+    assert again == copy
+    assert (again / "initdb").read_bytes() == b"initdb"
