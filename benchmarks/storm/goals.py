@@ -45,6 +45,10 @@ class Goal:
     line: str
     met: bool | None
     why: list[str] = field(default_factory=list)
+    #: False for a goal no run's numbers decide (limiter on not run, the
+    #: criteria module's decisions, timed once for the storm): the same in
+    #: every run, it is shown once, not once per run
+    per_run: bool = True
 
 
 def _verdict(ok: bool) -> str:
@@ -83,6 +87,7 @@ def _on_not_run() -> Goal:
         "- limiter on was not run: its goals that compare it with the other "
         "variants are not measured (the tables below compare the variants run)",
         None,
+        per_run=False,
     )
 
 
@@ -115,6 +120,7 @@ def goals(
                 f"- one decision of the criteria module: worst p99 {worst:.1f} us "
                 f"<= {GOAL_DECIDE_US:g} us: " + _verdict(worst <= GOAL_DECIDE_US),
                 worst <= GOAL_DECIDE_US,
+                per_run=False,
             )
         )
     return found
@@ -127,31 +133,23 @@ def goals_over_runs(
 ) -> list[Goal]:
     """:func:`goals` of each run (its variants side by side), folded into one
     goal per name: met when more than half of the runs meet it (for an odd
-    number of runs, when the median run does), each run's own line below it.
-    A single run's goals are that run's."""
+    number of runs, when the median run does), each run's own line below it;
+    a goal no run decides (:attr:`Goal.per_run` False) once, as it is. A
+    single run's goals are that run's."""
     numbers = sorted({r.run for r in results})
     per_run = {
         n: goals([r for r in results if r.run == n], limits, decisions) for n in numbers
     }
     if len(numbers) == 1:
         return per_run[numbers[0]]
-    if not any(r.name == "on" for r in results):
-        # one line, not the same line once per run
-        without = {
-            n: [goal for goal in found if goal.name != ON_NOT_RUN]
-            for n, found in per_run.items()
-        }
-        return [_on_not_run(), *_fold_runs(without, len(numbers))]
-    return _fold_runs(per_run, len(numbers))
-
-
-def _fold_runs(per_run: dict[int, list[Goal]], total: int) -> list[Goal]:
-    """One goal per name from each run's goals (:func:`_folded`)."""
     by_name: dict[str, list[tuple[int, Goal]]] = {}
     for n, found in per_run.items():
         for goal in found:
             by_name.setdefault(goal.name, []).append((n, goal))
-    return [_folded(name, runs, total) for name, runs in by_name.items()]
+    return [
+        runs[0][1] if not runs[0][1].per_run else _folded(name, runs, len(numbers))
+        for name, runs in by_name.items()
+    ]
 
 
 def _folded(name: str, runs: list[tuple[int, Goal]], total: int) -> Goal:
@@ -182,11 +180,6 @@ def called(name: str) -> str:
 def possessive(words: str) -> str:
     """``words``' possessive: ``limiter off's``, ``pools'``."""
     return f"{words}'" if words.endswith("s") else f"{words}'s"
-
-
-def _called(result: VariantResult) -> str:
-    """How a goal line names ``result``'s variant (:func:`called`)."""
-    return called(result.name)
 
 
 def _combined(verdicts: list[bool | None]) -> bool | None:
@@ -349,7 +342,7 @@ def _duration_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
             return "not the same storm: " + "; ".join(took_words(r) for r in short)
         if other.cut:
             # its duration is --max-wait, not its storm's: no ratio of it
-            return f"{_called(other)} was cut short by --max-wait"
+            return f"{called(other.name)} was cut short by --max-wait"
         return None
 
     def seconds(result: VariantResult) -> str:
@@ -420,7 +413,7 @@ def _cpu_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
         cpu_per_return,
         _shown(cpu_per_return, "{:.1f} ms"),
         CPU_RATIO,
-        lambda r: f"{_called(r)} was cut short by --max-wait" if r.cut else None,
+        lambda r: f"{called(r.name)} was cut short by --max-wait" if r.cut else None,
     )
     if on.cut:
         line += " (limiter on was cut short by --max-wait)"
@@ -655,7 +648,7 @@ def _consumer_goals(on: VariantResult, others: list[VariantResult]) -> list[Goal
     )
     for other in others:
         if other.consumer is not None and other.consumer.points:
-            line += f"; {_called(other)}: {_backlog_words(other.consumer)}"
+            line += f"; {called(other.name)}: {_backlog_words(other.consumer)}"
     goal = Goal("event consumer backlog", line, bounded)
     if not bounded:
         rate = run.event_rate()

@@ -150,14 +150,20 @@ def _master_name(master: str, options: StormOptions) -> str:
     """How the intro names ``master`` (``off``, ``pools``): by its variant
     when that is run (``Limiter off``), else as the master of the variants
     that run it (``Limiter off's master (prio's)``)."""
-    name = called(master)
     if master in options.variants:
-        return name[0].upper() + name[1:]
+        return _capitalised(called(master))
     users = [v for v in options.variants if options.master_of(v) == master]
     return (
-        f"{possessive(name)[0].upper()}{possessive(name)[1:]} master "
+        f"{_capitalised(possessive(called(master)))} master "
         f"({', '.join(possessive(v) for v in users)})"
     )
+
+
+def _capitalised(words: str) -> str:
+    """``words`` with a capital first letter, the rest as it is
+    (``limiter off's`` -> ``Limiter off's``; ``str.capitalize`` would lower
+    the rest)."""
+    return words[:1].upper() + words[1:]
 
 
 def _limiter_intro(limits: RateLimiting) -> str:

@@ -301,6 +301,10 @@ def test_over_runs_a_goal_missed_in_most_runs_is_not_met() -> None:
     found = {g.name: g for g in goals_over_runs(results, LIMITS, DECISIONS)}
     assert found["storm duration"].met is False
     assert "met in 1 of 3 runs: NOT met" in found["storm duration"].line
+    # timed once for the storm: one line, not the same line once per run
+    decision = found["one decision"]
+    assert decision.line.startswith("- one decision of the criteria module")
+    assert "run 1" not in decision.line
     # one run: its own goals, unchanged
     single = goals_over_runs(results[:2], LIMITS, DECISIONS)
     assert [g.line for g in single] == [
