@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from benchmarks import proctree, report
+from benchmarks.hostspeed import probed
 from benchmarks.load.shape import LoadProfile
 from benchmarks.load.summary import (
     ApiCost,
@@ -507,18 +508,23 @@ def run_variant(
     out_dir = workdir / (variant if settings.runs == 1 else f"{variant}-{run_no}")
     out_dir.mkdir(parents=True, exist_ok=True)
     # short: the master's unix sockets live under it (107 bytes at most)
-    root = Path(tempfile.mkdtemp(prefix="saltfleet-load-"))
-    root.chmod(0o755)  # an unprivileged PostgreSQL must enter it
-    try:
-        with _stack(settings, variant, root, out_dir, salt_tree) as stack:
-            result = _load(
-                stack, settings, variant, out_dir, pristine=salt_tree is not None
-            )
-        result.run = run_no
-        return result
-    finally:
-        # PostgreSQL's data and the master's keys; the logs are in out_dir
-        remove_tree(root, lambda line: print(f"[{variant}] {line}", flush=True))
+    with probed(f"[{variant}]") as probe:
+        root = Path(tempfile.mkdtemp(prefix="saltfleet-load-"))
+        root.chmod(0o755)  # an unprivileged PostgreSQL must enter it
+        try:
+            with _stack(settings, variant, root, out_dir, salt_tree) as stack:
+                result = _load(
+                    stack, settings, variant, out_dir, pristine=salt_tree is not None
+                )
+        finally:
+            # PostgreSQL's data and the master's keys; the logs are in out_dir
+            remove_tree(root, lambda line: print(f"[{variant}] {line}", flush=True))
+    result.run = run_no
+    result.cpu_probe_before_ms, result.cpu_probe_after_ms = (
+        probe.before_ms,
+        probe.after_ms,
+    )
+    return result
 
 
 def _ca_option(ca_file: str | None) -> list[str]:

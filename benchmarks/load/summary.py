@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.hostspeed import probe_cell, probe_words
 from benchmarks.load.failures import FailureKind, kind_of_error
 from benchmarks.report import median, pyplot, shown_path, table
 from harness.ratelimit import LimiterState
@@ -101,6 +102,10 @@ class VariantRun:
     html_report: str = ""
     #: which run of the load this is, from 1
     run: int = 1
+    #: :func:`benchmarks.hostspeed.cpu_probe_ms` on the idle box before the
+    #: run's stack started and after it stopped (0: not taken)
+    cpu_probe_before_ms: float = 0.0
+    cpu_probe_after_ms: float = 0.0
 
     @property
     def label(self) -> str:
@@ -238,6 +243,7 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
                 f"{_peak([x.api_pss_mb for x in s]):.0f}",
                 f"{_mean(returns):.1f} / {_peak(returns):.1f}",
                 len(s),
+                probe_cell(run.cpu_probe_before_ms, run.cpu_probe_after_ms),
             ]
         )
     headers = [
@@ -248,7 +254,7 @@ def resources_table(runs: Sequence[VariantRun]) -> str:
         "salt-api PSS MiB peak",
         "fleet returns/s mean / peak",
     ]
-    return table([*headers, "samples"], rows)
+    return table([*headers, "samples", "box probe ms before / after"], rows)
 
 
 def _answered_at(run: VariantRun) -> list[tuple[float, LimiterState]]:
@@ -469,7 +475,8 @@ def render(context: ReportContext, runs: Sequence[VariantRun]) -> str:
         parts.append(by_endpoint)
     parts += [
         "## Master and salt-api",
-        "Sampled once a second over each process tree (CPU in % of one core).",
+        "Sampled once a second over each process tree (CPU in % of one "
+        "core). " + probe_words(),
         resources_table(runs),
     ]
     limiter = limiter_table(runs)

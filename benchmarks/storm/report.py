@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import report
-from benchmarks.hostspeed import PROBE_ROUNDS
+from benchmarks.hostspeed import probe_cell, probe_words
 from benchmarks.salt_trees import MASTER_MWORKERS
 from benchmarks.storm.accounting import (
     PING_MAX_OUTSTANDING,
@@ -468,13 +468,9 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "process). Driver CPU: the storm's own "
         "process (the presence pinger, the submitters and the accounting of "
         "the bus), not in the master's; it shares the box's cores with the "
-        "master and the fleet. Box probe: the CPU milliseconds a fixed loop "
-        "of Python took on the idle box just before the variant's stack "
-        "started and just after it stopped (the fastest of "
-        f"{PROBE_ROUNDS}); when it grows with run order, the box slowed "
-        "down, whatever ran; when it stays level, the cores are as fast, "
-        "but memory, cache and kernel work may still have slowed (the loop "
-        "does none). Limiter wait: what each budget decision of "
+        "master and the fleet. "
+        + probe_words()
+        + " Limiter wait: what each budget decision of "
         "`rate_limiting:slices` saw, the wait of the fastest tenth of the "
         "last seconds' returns past their command's run time (the budget is "
         "cut above `target_delay`), and the cuts over the storm.",
@@ -482,10 +478,8 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
 
 
 def _probe_cell(result: VariantResult) -> str:
-    """The box probe before / after ``result``'s run; ``-`` when not taken."""
-    if not result.cpu_probe_before_ms:
-        return "-"
-    return f"{result.cpu_probe_before_ms:.1f} / {result.cpu_probe_after_ms:.1f}"
+    """The box probe before / after ``result``'s run (:func:`probe_cell`)."""
+    return probe_cell(result.cpu_probe_before_ms, result.cpu_probe_after_ms)
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:

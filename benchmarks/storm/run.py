@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from benchmarks.hostspeed import cpu_probe_ms
+from benchmarks.hostspeed import probed
 from benchmarks.options import flag
 from benchmarks.report import RESULTS, data_json, from_plain
 from benchmarks.salt_trees import (
@@ -281,17 +281,15 @@ def run_variant(
     if logs_dir is not None:
         # a resumed storm reruns the run it was stopped in: no stale logs
         shutil.rmtree(logs_dir, ignore_errors=True)
-    probe_before = cpu_probe_ms()
-    with _fleet_stack(
-        name, options, stack_root, consumer, salt_tree, logs_dir
-    ) as stack:
-        result = StormRun(name, limiter, options, stack, consumer, run_no).run()
-    shutil.rmtree(stack_root, ignore_errors=True)
-    result.cpu_probe_before_ms, result.cpu_probe_after_ms = probe_before, cpu_probe_ms()
-    print(
-        f"  {name}: box probe {result.cpu_probe_before_ms:.1f} ms before the run, "
-        f"{result.cpu_probe_after_ms:.1f} ms after",
-        flush=True,
+    with probed(f"  {name}:") as probe:
+        with _fleet_stack(
+            name, options, stack_root, consumer, salt_tree, logs_dir
+        ) as stack:
+            result = StormRun(name, limiter, options, stack, consumer, run_no).run()
+        shutil.rmtree(stack_root, ignore_errors=True)
+    result.cpu_probe_before_ms, result.cpu_probe_after_ms = (
+        probe.before_ms,
+        probe.after_ms,
     )
     return result
 

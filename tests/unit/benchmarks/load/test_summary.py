@@ -333,3 +333,16 @@ def test_the_limiter_section_shows_its_budget_and_counts_unanswered_samples(
     # a run without the limiter has no such section
     on.samples = [replace(s, limiter=None) for s in on.samples]
     assert "## The limiter" not in summary.render(context, [on])
+
+
+def test_the_box_probe_is_shown_beside_each_run_and_a_dash_when_not_taken(
+    tmp_path,
+):
+    probed = _run(tmp_path, "on")
+    probed.cpu_probe_before_ms, probed.cpu_probe_after_ms = 31.24, 35.06
+    older = _run(tmp_path, "off")  # a run recorded before the probe existed
+    text = summary.resources_table([probed, older])
+    assert "box probe ms before / after" in text
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines()[2:]}
+    assert rows["on #1"].rstrip(" |").endswith("31.2 / 35.1")
+    assert rows["off #1"].rstrip(" |").endswith("-")
