@@ -15,6 +15,7 @@ from benchmarks.pkgstates.options import PkgstatesOptions
 from benchmarks.plain_options import (
     ClientDrainOptions,
     InterfacesOptions,
+    JobCacheOptions,
     MinionsOptions,
     PillarCompileOptions,
     PillarOptions,
@@ -61,6 +62,7 @@ RUNS: Final[dict[str, tuple[str, type[Any]]]] = {
     "pillar-compile": ("benchmarks.pillar_compile", PillarCompileOptions),
     "router": ("benchmarks.router_functions", RouterOptions),
     "client-drain": ("benchmarks.client_drain", ClientDrainOptions),
+    "job-cache": ("benchmarks.job_cache", JobCacheOptions),
 }
 
 

@@ -20,6 +20,7 @@ BENCHMARKS: Final = {
     "pillar-compile": "master CPU per _pillar request: pristine 3008.3 vs the series",
     "router": "pool router CPU per request, functions routes vs without",
     "client-drain": "a LocalClient's lag on a busy bus: pristine 3008.3 vs the series",
+    "job-cache": "master CPU per return stored in the job cache: pristine 3008.3 vs the series",
 }
 
 

@@ -127,19 +127,36 @@ class RouterOptions(BenchOptions):
         check_runs(self.runs)
 
 
-def rates(value: str) -> tuple[int, ...]:
-    """``--rates``: event rates a second, comma-separated, each 0 or more,
-    no rate twice."""
+def whole_numbers(
+    value: str, *, least: int, what: str, example: str
+) -> tuple[int, ...]:
+    """``value`` as comma-separated whole numbers, each ``least`` or more
+    and none twice, in the order given (an argparse type's body: ``what``
+    they count and an ``example`` make its error)."""
     try:
         parsed = tuple(int(word) for word in value.split(","))
     except ValueError:
         parsed = ()
-    if not parsed or min(parsed) < 0 or len(set(parsed)) != len(parsed):
+    if not parsed or min(parsed) < least or len(set(parsed)) != len(parsed):
         raise argparse.ArgumentTypeError(
-            f"{value!r}: want whole numbers of events a second, 0 or more, "
-            "comma-separated, each once (e.g. 0,100,200,400)"
+            f"{value!r}: want whole numbers of {what}, {least} or more, "
+            f"comma-separated, each once (e.g. {example})"
         )
     return parsed
+
+
+def rates(value: str) -> tuple[int, ...]:
+    """``--rates``: event rates a second, comma-separated, each 0 or more,
+    no rate twice."""
+    return whole_numbers(
+        value, least=0, what="events a second", example="0,100,200,400"
+    )
+
+
+def job_sizes(value: str) -> tuple[int, ...]:
+    """``--minions`` of ``job-cache``: minions per job, comma-separated,
+    each 1 or more, no size twice."""
+    return whole_numbers(value, least=1, what="minions", example="100,1000")
 
 
 @dataclass(frozen=True)
@@ -158,6 +175,31 @@ class ClientDrainOptions(BenchOptions):
     )
     pings: int = option(4, positive, "pings per variant, rate and run")
     runs: int = runs_option(of="rate")
+
+    def __post_init__(self) -> None:
+        check_runs(self.runs)
+
+
+@dataclass(frozen=True)
+class JobCacheOptions(BenchOptions):
+    """``job-cache``: master CPU per return stored in the job cache, pristine vs series."""
+
+    NAME: ClassVar[str] = "job-cache"
+    minions: tuple[int, ...] = option(
+        (100, 1000),
+        job_sizes,
+        "minions of a job, one counted job per size, comma-separated "
+        "(default: 100,1000)",
+    )
+    warmup: int = option(
+        50, positive, "returns of a warm-up job before the counted one"
+    )
+    runs: int = runs_option(of="variant and job size")
+    output_name: str = option(
+        "job-cache",
+        report_name,
+        "report files in benchmarks/results/: NAME.md, NAME.json, NAME.png",
+    )
 
     def __post_init__(self) -> None:
         check_runs(self.runs)

@@ -21,7 +21,7 @@ def test_an_unknown_name_is_refused_with_the_valid_choices() -> None:
     message = unknown_benchmark(["nosuchbench", "--minions", "5"])
     assert message == (
         "unknown benchmark 'nosuchbench': choose from minions, pillar, interfaces, storm, query, "
-        "pkgstates, pillar-compile, router, client-drain"
+        "pkgstates, pillar-compile, router, client-drain, job-cache"
     )
 
 
@@ -69,6 +69,13 @@ def test_every_benchmark_runs_with_its_options_at_their_defaults(
         (["client-drain", "--rates", "0,-5"], "'0,-5': want whole numbers"),
         (["client-drain", "--rates", "100,100"], "each once"),
         (["client-drain", "--rates", "fast"], "'fast': want whole numbers"),
+        (["job-cache", "--minions", "0,100"], "want whole numbers of minions, 1 or"),
+        (["job-cache", "--minions", "100,100"], "each once (e.g. 100,1000)"),
+        (["job-cache", "--minions", "many"], "'many': want whole numbers of minions"),
+        (["job-cache", "--minions", ""], "'': want whole numbers of minions"),
+        (["job-cache", "--runs", "2"], "--runs 2: at least 3"),
+        (["job-cache", "--warmup", "0"], "--warmup"),
+        (["job-cache", "--output-name", "../x"], "invalid report name '../x'"),
     ],
 )
 def test_bad_sizes_are_a_usage_error_not_a_traceback(
