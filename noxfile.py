@@ -6,7 +6,7 @@ nox -s tests            patches' own tests, upstream's tests of touched
 nox -s vendor           salt/src = pinned sdist + patches/series
 nox -s export-patches   salt/src commits -> patches/
 nox -s harness -- up    the stack's CLI (up / status / down / restart / sql / pillar / salt)
-nox -s bench -- NAME    a benchmark (minions, pillar, storm, interfaces); report in benchmarks/results/
+nox -s bench -- NAME    a benchmark (`nox -s bench -- --help` lists them); report in benchmarks/results/
 nox -s load -- ...      locust through salt-api, limiter off vs on; --workers N, --master-host HOST
 nox -s interfaces-report   the pkg interface conformance matrix
 nox -s lint             ruff, mypy, and black on the files the series touches
