@@ -261,26 +261,48 @@ def _build_digest(bin_dir: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-@contextlib.contextmanager
-def _copy_lock(path: Path, operation: int) -> Iterator[bool]:
-    """Hold an advisory lock on the directory ``path`` itself (no lock file
-    is left behind); yield whether it was taken: False when ``path`` is
-    gone, or when ``operation`` has ``LOCK_NB`` and another process holds
-    it."""
+def _lock_directory(path: Path, operation: int) -> int | None:
+    """An open descriptor of the directory ``path`` holding an advisory
+    lock on it (no lock file is left behind; closing it releases the
+    lock); None when ``path`` is gone, or when ``operation`` has
+    ``LOCK_NB`` and another process holds it."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        yield False
-        return
+        return None
     try:
-        try:
-            fcntl.flock(fd, operation)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
+        fcntl.flock(fd, operation)
+    except BlockingIOError:
         os.close(fd)
+        return None
+    return fd
+
+
+@contextlib.contextmanager
+def _copy_lock(path: Path, operation: int) -> Iterator[bool]:
+    """:func:`_lock_directory` for the block; yield whether it was taken."""
+    fd = _lock_directory(path, operation)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def hold_install(bin_dir: Path) -> int | None:
+    """A shared lock on the install copy ``bin_dir`` lies in (see
+    :func:`reachable_install`), which :func:`remove_stale_copies` does not
+    remove while it is held: a stack holds it from choosing the copy until
+    its server runs from it (and so is in use), however long initdb takes.
+    Close the descriptor to release it. None when ``bin_dir`` is no copy."""
+    temp = Path(tempfile.gettempdir())
+    try:
+        top = bin_dir.relative_to(temp).parts[0]
+    except (ValueError, IndexError):
+        return None
+    if not top.startswith(COPY_PREFIX):
+        return None
+    return _lock_directory(temp / top, fcntl.LOCK_SH)
 
 
 def remove_stale_copies(
@@ -306,7 +328,8 @@ def remove_stale_copies(
             if any(exe.is_relative_to(path) for exe in in_use):
                 continue
             shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
+        if not path.exists():
+            removed.append(path)
     return removed
 
 
@@ -349,8 +372,13 @@ class EmbeddedPostgres:
         self.port = port
         self.database = database
         self.bin_dir = bin_dir or find_bin_dir()
+        #: the lock that keeps a copied install from removal until the
+        #: server runs from it (:func:`hold_install`)
+        self._install_hold: int | None = None
         if self.run_as:
             self.bin_dir = reachable_install(self.bin_dir)
+            # fresh for remove_stale_copies' grace until the lock is taken
+            self._install_hold = hold_install(self.bin_dir)
         self.process = ManagedProcess(
             "postgres",
             self._postmaster_argv(),
@@ -434,21 +462,32 @@ class EmbeddedPostgres:
 
     def start(self) -> None:
         """Initialise if needed, start, wait for connections, create the database."""
-        self.init()
-        self.process.start()
-        self.process.wait_until(
-            self._accepts_connections,
-            timeout=START_TIMEOUT,
-            what="accepting connections",
-        )
+        try:
+            self.init()
+            self.process.start()
+            self.process.wait_until(
+                self._accepts_connections,
+                timeout=START_TIMEOUT,
+                what="accepting connections",
+            )
+        finally:
+            # running (its executable keeps the copy), or failed to
+            self._release_install()
         self._create_database()
+
+    def _release_install(self) -> None:
+        if self._install_hold is not None:
+            os.close(self._install_hold)
+            self._install_hold = None
 
     def stop(self) -> None:
         """Stop the server."""
+        self._release_install()
         self.process.stop()
 
     def cleanup(self) -> None:
         """Remove the data of a server that had to live outside its stack root."""
+        self._release_install()
         if self.relocated:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 

@@ -115,3 +115,19 @@ def test_a_copy_removed_before_its_reuse_is_made_again(temp_dir: Path) -> None:
     again = postgres.reachable_install(_fake_install(temp_dir / "b", b"server-1"))
     assert again == copy
     assert (again / "initdb").read_bytes() == b"initdb"
+
+
+def test_a_held_copy_stays_until_its_server_would_run(temp_dir: Path) -> None:
+    # initdb may take longer than the grace on a loaded box: a stack holds
+    # its copy from choosing it until its server runs from it.
+    copy = postgres.reachable_install(_fake_install(temp_dir / "a", b"server-1"))
+    held = postgres.hold_install(copy)
+    assert held is not None
+    try:
+        _age(copy.parents[2])
+        assert postgres.remove_stale_copies(fresh_grace=0) == []
+    finally:
+        os.close(held)
+    assert postgres.remove_stale_copies(fresh_grace=0) == [copy.parents[2]]
+    # an install that is not a copy needs no hold
+    assert postgres.hold_install(temp_dir / "a" / "pkg" / "pginstall" / "bin") is None
