@@ -377,8 +377,6 @@ class EmbeddedPostgres:
         self._install_hold: int | None = None
         if self.run_as:
             self.bin_dir = reachable_install(self.bin_dir)
-            # fresh for remove_stale_copies' grace until the lock is taken
-            self._install_hold = hold_install(self.bin_dir)
         self.process = ManagedProcess(
             "postgres",
             self._postmaster_argv(),
@@ -387,6 +385,10 @@ class EmbeddedPostgres:
             # SIGINT is PostgreSQL's "fast" shutdown: no waiting for clients.
             stop_signal=signal.SIGINT,
         )
+        if self.run_as:
+            # last, so nothing after it can fail and leave it held; the copy
+            # is fresh for remove_stale_copies' grace until it is taken
+            self._install_hold = hold_install(self.bin_dir)
 
     @property
     def connection(self) -> ConnectionInfo:
