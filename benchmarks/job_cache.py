@@ -153,7 +153,7 @@ def summary_rows(jobs: Sequence[JobRun], sizes: Sequence[int]) -> list[tuple[str
     for minions in sorted(sizes):
         base = runs_of(jobs, VARIANTS[0].name, minions)
         for v in VARIANTS:
-            ms = runs_of(jobs, v.name, minions)
+            ms = base if v is VARIANTS[0] else runs_of(jobs, v.name, minions)
             last = runs_of(jobs, v.name, minions, last=True)
             rows.append(
                 (

@@ -281,7 +281,10 @@ OVER_TIME: Final[tuple[Column, ...]] = (
     ),
     ("master CPU s", lambda r: f"{r.master_cpu_s:.0f}"),
     ("driver CPU s", lambda r: f"{r.driver_cpu_s:.0f}"),
-    ("box probe ms before / after", lambda r: _probe_cell(r)),
+    (
+        "box probe ms before / after",
+        lambda r: probe_cell(r.cpu_probe_before_ms, r.cpu_probe_after_ms),
+    ),
 )
 
 
@@ -475,11 +478,6 @@ def _over_time(results: list[VariantResult]) -> list[Any]:
         "last seconds' returns past their command's run time (the budget is "
         "cut above `target_delay`), and the cuts over the storm.",
     )
-
-
-def _probe_cell(result: VariantResult) -> str:
-    """The box probe before / after ``result``'s run (:func:`probe_cell`)."""
-    return probe_cell(result.cpu_probe_before_ms, result.cpu_probe_after_ms)
 
 
 def _ping_section(results: list[VariantResult]) -> list[Any]:
