@@ -233,7 +233,7 @@ class LimiterState:
     cuts: int = 0
     #: the wait the last budget decision saw, seconds (None: none yet)
     delay: float | None = None
-    #: the run time (its command's lowest latency) the last budget decision
+    #: the run time (its command's fastest tenth) the last budget decision
     #: took away from each return's latency, seconds (None: none yet)
     run_time: float | None = None
 
