@@ -51,7 +51,7 @@ def test_private_root_directory_as_root() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as nobody")
-def test_binaries_in_a_private_directory_as_root() -> None:
+def test_binaries_in_a_private_directory_as_root(open_tmp, monkeypatch) -> None:
     """A wheel installed under a 0700 checkout is copied where nobody can run it."""
     import shutil
     import subprocess
@@ -59,6 +59,10 @@ def test_binaries_in_a_private_directory_as_root() -> None:
     from harness.postgres import UNPRIVILEGED_USER, find_bin_dir
 
     bin_dir = find_bin_dir()
+    # The copy goes into a temp directory of this test's own: the shared one
+    # in /tmp belongs to the stacks other tests start (and stop) meanwhile,
+    # and a copy made here would stay there when this test runs alone.
+    monkeypatch.setattr(tempfile, "tempdir", str(open_tmp))
     install, package = bin_dir.parent, bin_dir.parent.parent
     private = Path(tempfile.mkdtemp(prefix="saltfleet-private-"))  # 0700
     try:
@@ -71,6 +75,7 @@ def test_binaries_in_a_private_directory_as_root() -> None:
 
         usable = reachable_install(site / package.name / install.name / bin_dir.name)
         assert not str(usable).startswith(str(private))
+        assert usable.is_relative_to(open_tmp)
         out = subprocess.run(
             [str(usable / "initdb"), "--version"],
             user=UNPRIVILEGED_USER,
