@@ -29,6 +29,10 @@ PING_ANSWERED_SHARE: Final = 0.99
 #: limiter on against each other variant, same run: the most each ratio may be
 STORM_RATIO: Final = 1.1
 CPU_RATIO: Final = 1.1
+#: the rows :func:`outside_cpu_per_return` adds below the master's roles
+FLEET_ROLE: Final = "simulated fleet"
+DRIVER_ROLE: Final = "storm driver"
+BOX_ROLE: Final = "whole box"
 PSS_RATIO: Final = 1.05
 #: one decision of the criteria module, p99 microseconds
 GOAL_DECIDE_US: Final = 50.0
@@ -429,6 +433,22 @@ def _cpu_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
         else []
     )
     return Goal("master CPU per return", line, met, why)
+
+
+def outside_cpu_per_return(result: VariantResult) -> dict[str, float]:
+    """CPU milliseconds per return handled outside the master's tree: the
+    simulated fleet's, the storm driver's and the whole box's (every
+    process, PostgreSQL and the kernel included); a part not taken (a
+    result written before it was) is left out."""
+    handled = result.returns_handled
+    if not handled:
+        return {}
+    parts = {
+        FLEET_ROLE: result.fleet_cpu_s,
+        DRIVER_ROLE: result.driver_cpu_s,
+        BOX_ROLE: result.box_busy_s,
+    }
+    return {name: 1000 * s / handled for name, s in parts.items() if s > 0}
 
 
 def cpu_per_return_by_role(result: VariantResult) -> dict[str, float]:

@@ -29,6 +29,9 @@ from benchmarks.storm.accounting import (
 from benchmarks.storm.consumer import BOUND_S, TREND_SHARE
 from benchmarks.storm.decide import DecideResult
 from benchmarks.storm.goals import (
+    BOX_ROLE,
+    DRIVER_ROLE,
+    FLEET_ROLE,
     answered_words,
     called,
     completed_words,
@@ -36,6 +39,7 @@ from benchmarks.storm.goals import (
     cpu_per_return_by_role,
     goal_lines,
     goals_over_runs,
+    outside_cpu_per_return,
     possessive,
     took_words,
     why_lines,
@@ -281,11 +285,21 @@ OVER_TIME: Final[tuple[Column, ...]] = (
     ),
     ("master CPU s", lambda r: f"{r.master_cpu_s:.0f}"),
     ("driver CPU s", lambda r: f"{r.driver_cpu_s:.0f}"),
+    ("fleet CPU s", lambda r: f"{r.fleet_cpu_s:.0f}" if r.fleet_cpu_s else "-"),
+    ("box busy", lambda r: _busy_cell(r)),
     (
         "box probe ms before / after",
         lambda r: probe_cell(r.cpu_probe_before_ms, r.cpu_probe_after_ms),
     ),
 )
+
+
+def _busy_cell(result: VariantResult) -> str:
+    """The share of the box's CPU time in use over the storm; ``-`` when
+    not taken."""
+    if not result.box_capacity_s:
+        return "-"
+    return f"{result.box_busy_s / result.box_capacity_s:.0%}"
 
 
 #: the presence pings, split into publish, first and last return
@@ -535,6 +549,18 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
         )
         for role in order
     ]
+    outside = {
+        name: [outside_cpu_per_return(r) for r in whole(results, name)]
+        for name in names
+    }
+    rows += [
+        (
+            f"{part} (not in master CPU)",
+            *(_role_cell(outside[name], part) for name in names),
+        )
+        for part in (FLEET_ROLE, DRIVER_ROLE, BOX_ROLE)
+        if any(part in share for shares in outside.values() for share in shares)
+    ]
     return _section(
         "Master CPU by process",
         "CPU milliseconds (user + system) each role of the master's processes "
@@ -543,7 +569,12 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
         "short, their range in brackets. The event consumer's engine stands "
         "for SUSE Manager beside the master, and the event forwarder "
         "(`saltfleet_events`) is the benchmark's own instrument: their CPU is "
-        "shown, not counted in the master's.",
+        "shown, not counted in the master's. Below them, where taken: the "
+        "simulated fleet's processes (on this box they share the master's "
+        "cores; in a real fleet every minion has its own, and a job "
+        "published in slices is that many publications every minion "
+        "receives), the storm's own process, and the whole box, every "
+        "process and the kernel.",
         report.table(["process", *(f"{name} ms per return" for name in names)], rows),
     )
 

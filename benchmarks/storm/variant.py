@@ -17,6 +17,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Final
 
+import psutil
+
 from benchmarks import proctree, report
 from benchmarks.storm.accounting import (
     PING_MAX_OUTSTANDING,
@@ -71,6 +73,14 @@ def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
     """CPU seconds per role between two :func:`benchmarks.proctree.cpu_by_role`
     readings; a role that appeared in between spent all it shows."""
     return {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
+
+
+def box_busy_seconds() -> float:
+    """CPU seconds the box was busy since it booted, every core summed:
+    everything but idle and I/O wait (``/proc/stat``)."""
+    times = psutil.cpu_times()
+    waiting = getattr(times, "iowait", 0.0)
+    return float(sum(times) - times.idle - waiting)
 
 
 def driver_cpu_seconds() -> float:
@@ -144,6 +154,8 @@ class StormRun:
     def run(self) -> VariantResult:
         """Warm up, storm, wait for the end, count; return the result."""
         master_pid = self.master.process.pid
+        assert self.stack.fleet is not None, "a storm stack has a fleet"
+        fleet_pid = self.stack.fleet.process.pid
         # warm up the master's workers and caches, not counted
         self.stack.cmd("*", "test.ping", timeout=WARM_UP_TIMEOUT)
         storm = storm_jobs(self.options.jobs)
@@ -154,6 +166,8 @@ class StormRun:
             self.warm_ping_clients(ping_pool)
             cpu_before = proctree.cpu_by_role(master_pid)
             driver_before = driver_cpu_seconds()
+            fleet_before = proctree.cpu_seconds(fleet_pid)
+            box_before = box_busy_seconds(), time.monotonic()
             self._started = time.monotonic()
             self._started_at = time.time()
             with self.lock:
@@ -195,6 +209,12 @@ class StormRun:
                     thread.join(timeout=JOIN_TIMEOUT_S)
         master_cpu = cpu_spent(cpu_before, proctree.cpu_by_role(master_pid))
         driver_cpu = driver_cpu_seconds() - driver_before
+        with self.lock:
+            self.result.fleet_cpu_s = proctree.cpu_seconds(fleet_pid) - fleet_before
+            self.result.box_busy_s = box_busy_seconds() - box_before[0]
+            self.result.box_capacity_s = (psutil.cpu_count() or 1) * (
+                time.monotonic() - box_before[1]
+            )
         self._wait_for_the_last_pings(position)
         with self.lock:
             answers_from_bus(self.result.pings, self.listener.since(position)[0])

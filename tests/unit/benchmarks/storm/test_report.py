@@ -381,6 +381,35 @@ def test_the_master_s_cpu_per_return_is_shown_by_process_beside_the_consumer_s()
     ]
 
 
+def test_the_fleet_s_and_the_box_s_cpu_are_shown_apart_from_the_master_s() -> None:
+    """A job published in slices is that many publications every simulated
+    minion receives on the master's own cores: the fleet's CPU and how busy
+    the box was are shown beside the master's, not counted in it."""
+    on = _limiter_on()
+    on.master_cpu_s, on.master_cpu_by_role = 10.0, {"MWorker default": 10.0}
+    on.fleet_cpu_s, on.driver_cpu_s = 4.0, 1.0
+    on.box_busy_s, on.box_capacity_s = 18.0, 20.0
+    off = VariantResult("off", None, expected_returns=20, received_cache=20)
+    off.ended_by = "all expected returns arrived"
+    off.master_cpu_s, off.master_cpu_by_role = 8.0, {"MWorker default": 8.0}
+    text = _text([on, off], options=StormOptions(minions=10, jobs=2))
+    cells = _cells(text, "fleet CPU s", "| on #1 | 0 (")
+    assert (cells[" fleet CPU s "], cells[" box busy "]) == (" 4 ", " 90% ")
+    # a result written before they were taken shows none
+    cells = _cells(text, "fleet CPU s", "| off #1 | 0 (")
+    assert (cells[" fleet CPU s "], cells[" box busy "]) == (" - ", " - ")
+    section = text[text.index("## Master CPU by process") :]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:5]
+    # 20 returns: the fleet's 4 s are 200 ms a return, the box's 18 s 900
+    assert rows == [
+        "| MWorker default | 500.00 | 400.00 |",
+        "| simulated fleet (not in master CPU) | 200.00 | - |",
+        "| storm driver (not in master CPU) | 50.00 | - |",
+        "| whole box (not in master CPU) | 900.00 | - |",
+    ]
+    assert "master CPU per return" in text
+
+
 def _finished(name: str, run: int) -> VariantResult:
     result = VariantResult(name, None, submitted=2, accepted=2, run=run)
     result.ended_by = "all expected returns arrived"
