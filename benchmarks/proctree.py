@@ -23,12 +23,15 @@ def processes(pid: int) -> list[psutil.Process]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its live descendants."""
+    """User + system CPU of a process and its live descendants, and of the
+    descendants they waited for after those exited (a worker that died
+    and was reaped keeps counting)."""
     total = 0.0
     for proc in processes(pid):
         with contextlib.suppress(psutil.NoSuchProcess):
             times = proc.cpu_times()
             total += times.user + times.system
+            total += times.children_user + times.children_system
     return total
 
 

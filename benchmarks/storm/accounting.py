@@ -223,13 +223,14 @@ class VariantResult:
     master_cpu_by_role: dict[str, float] = field(default_factory=dict)
     #: the storm's own process over the storm (pinger, submitters, accounting)
     driver_cpu_s: float = 0.0
-    #: the simulated fleet's processes over the storm: on this box they
-    #: share the master's cores, in a real fleet each minion has its own;
-    #: 0: not taken (a result written before it was)
+    #: the simulated fleet's processes over the same window as the master's
+    #: CPU (the storm and its quiet end): on this box they share the
+    #: master's cores, in a real fleet each minion has its own; 0: not
+    #: taken (a result written before it was)
     fleet_cpu_s: float = 0.0
-    #: CPU seconds the whole box was busy over the storm (every process,
-    #: PostgreSQL and the kernel included), and the seconds it had
-    #: (cores x the storm's time): how near the box was to its limit
+    #: CPU seconds the whole box was busy over that window (every process,
+    #: the master's, PostgreSQL's and the kernel's included), and those it
+    #: had (busy, idle and I/O wait, every core): how near it was its limit
     box_busy_s: float = 0.0
     box_capacity_s: float = 0.0
     #: :func:`benchmarks.hostspeed.cpu_probe_ms` on the idle box before the

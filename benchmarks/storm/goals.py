@@ -32,7 +32,7 @@ CPU_RATIO: Final = 1.1
 #: the rows :func:`outside_cpu_per_return` adds below the master's roles
 FLEET_ROLE: Final = "simulated fleet"
 DRIVER_ROLE: Final = "storm driver"
-BOX_ROLE: Final = "whole box"
+BOX_ROLE: Final = "whole box, master included"
 PSS_RATIO: Final = 1.05
 #: one decision of the criteria module, p99 microseconds
 GOAL_DECIDE_US: Final = 50.0
@@ -436,10 +436,10 @@ def _cpu_goal(on: VariantResult, others: list[VariantResult]) -> Goal:
 
 
 def outside_cpu_per_return(result: VariantResult) -> dict[str, float]:
-    """CPU milliseconds per return handled outside the master's tree: the
-    simulated fleet's, the storm driver's and the whole box's (every
-    process, PostgreSQL and the kernel included); a part not taken (a
-    result written before it was) is left out."""
+    """CPU milliseconds per return handled beside the master's: the
+    simulated fleet's, the storm driver's, and the whole box's (every
+    process, the master's, PostgreSQL's and the kernel's included); a part
+    not taken (a result written before it was) is left out."""
     handled = result.returns_handled
     if not handled:
         return {}

@@ -555,7 +555,7 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
     }
     rows += [
         (
-            f"{part} (not in master CPU)",
+            part if part == BOX_ROLE else f"{part} (not in master CPU)",
             *(_role_cell(outside[name], part) for name in names),
         )
         for part in (FLEET_ROLE, DRIVER_ROLE, BOX_ROLE)
@@ -569,12 +569,14 @@ def _cpu_section(results: list[VariantResult]) -> list[Any]:
         "short, their range in brackets. The event consumer's engine stands "
         "for SUSE Manager beside the master, and the event forwarder "
         "(`saltfleet_events`) is the benchmark's own instrument: their CPU is "
-        "shown, not counted in the master's. Below them, where taken: the "
-        "simulated fleet's processes (on this box they share the master's "
-        "cores; in a real fleet every minion has its own, and a job "
-        "published in slices is that many publications every minion "
-        "receives), the storm's own process, and the whole box, every "
-        "process and the kernel.",
+        "shown, not counted in the master's. Below them, where taken, over "
+        "the same window (the storm and its quiet end): the simulated "
+        "fleet's processes (on this box they share the master's cores; in a "
+        "real fleet every minion has its own, and a job published in slices "
+        "is that many publications every minion receives), the storm's own "
+        "process, and the whole box's busy time (user, system and "
+        "interrupts of every process, the master's included, and the "
+        "kernel).",
         report.table(["process", *(f"{name} ms per return" for name in names)], rows),
     )
 

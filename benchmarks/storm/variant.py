@@ -75,12 +75,16 @@ def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
     return {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
 
 
-def box_busy_seconds() -> float:
-    """CPU seconds the box was busy since it booted, every core summed:
-    everything but idle and I/O wait (``/proc/stat``)."""
+def box_cpu_seconds() -> tuple[float, float]:
+    """CPU seconds since the box booted, every core summed (``/proc/stat``):
+    those it was busy (user, nice, system and interrupts: guest time is
+    already in user and nice, and stolen time it never had) and all it
+    had (busy, idle, I/O wait)."""
     times = psutil.cpu_times()
-    waiting = getattr(times, "iowait", 0.0)
-    return float(sum(times) - times.idle - waiting)
+    busy = times.user + times.nice + times.system
+    busy += getattr(times, "irq", 0.0) + getattr(times, "softirq", 0.0)
+    had = busy + times.idle + getattr(times, "iowait", 0.0)
+    return float(busy), float(had)
 
 
 def driver_cpu_seconds() -> float:
@@ -167,7 +171,7 @@ class StormRun:
             cpu_before = proctree.cpu_by_role(master_pid)
             driver_before = driver_cpu_seconds()
             fleet_before = proctree.cpu_seconds(fleet_pid)
-            box_before = box_busy_seconds(), time.monotonic()
+            box_before = box_cpu_seconds()
             self._started = time.monotonic()
             self._started_at = time.time()
             with self.lock:
@@ -211,10 +215,9 @@ class StormRun:
         driver_cpu = driver_cpu_seconds() - driver_before
         with self.lock:
             self.result.fleet_cpu_s = proctree.cpu_seconds(fleet_pid) - fleet_before
-            self.result.box_busy_s = box_busy_seconds() - box_before[0]
-            self.result.box_capacity_s = (psutil.cpu_count() or 1) * (
-                time.monotonic() - box_before[1]
-            )
+            busy, had = box_cpu_seconds()
+            self.result.box_busy_s = busy - box_before[0]
+            self.result.box_capacity_s = had - box_before[1]
         self._wait_for_the_last_pings(position)
         with self.lock:
             answers_from_bus(self.result.pings, self.listener.since(position)[0])

@@ -51,6 +51,25 @@ def test_pages_shared_with_a_forked_child_are_counted_once(
     assert pss > SHARED_MIB
 
 
+def test_the_cpu_of_a_child_that_exited_is_still_counted() -> None:
+    """A process tree's CPU does not drop when one of its processes exits:
+    what a reaped child spent counts in its parent's."""
+    import resource
+    import subprocess
+    import sys
+
+    before = proctree.cpu_seconds(os.getpid())
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
+    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = (children_after.ru_utime + children_after.ru_stime) - (
+        children_before.ru_utime + children_before.ru_stime
+    )
+    assert spent > 0
+    # the child's CPU is in the tree's, on top of this process's own
+    assert proctree.cpu_seconds(os.getpid()) - before >= spent * 0.99
+
+
 def test_a_process_that_is_gone_has_no_memory() -> None:
     child = os.fork()
     if child == 0:

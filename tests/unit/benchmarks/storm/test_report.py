@@ -405,7 +405,7 @@ def test_the_fleet_s_and_the_box_s_cpu_are_shown_apart_from_the_master_s() -> No
         "| MWorker default | 500.00 | 400.00 |",
         "| simulated fleet (not in master CPU) | 200.00 | - |",
         "| storm driver (not in master CPU) | 50.00 | - |",
-        "| whole box (not in master CPU) | 900.00 | - |",
+        "| whole box, master included | 900.00 | - |",
     ]
     assert "master CPU per return" in text
 

@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks.storm.accounting import PING_MAX_OUTSTANDING
 from benchmarks.storm.options import StormOptions
-from benchmarks.storm.variant import StormRun, storm_seconds
+from benchmarks.storm.variant import StormRun, box_cpu_seconds, storm_seconds
 
 
 class _Client:
@@ -237,3 +237,26 @@ def test_the_wait_ends_when_the_listener_has_caught_up_past_the_timeout(
     storm, clock = _ending_storm(tmp_path, monkeypatch, [])
     storm._wait_for_the_last_pings(0)
     assert sum(clock.slept) == pytest.approx(8.0 + variant.LISTENER_LAG_MAX_S)
+
+
+def test_the_box_s_busy_time_counts_guests_once_and_not_stolen_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``/proc/stat`` counts a guest's time in user and nice already, and
+    stolen time is CPU the box never had."""
+    import psutil
+
+    times = SimpleNamespace(
+        user=10.0,
+        nice=1.0,
+        system=5.0,
+        idle=80.0,
+        iowait=2.0,
+        irq=0.5,
+        softirq=0.5,
+        steal=7.0,
+        guest=3.0,
+        guest_nice=1.0,
+    )
+    monkeypatch.setattr(psutil, "cpu_times", lambda: times)
+    assert box_cpu_seconds() == (17.0, 99.0)
