@@ -27,7 +27,7 @@ from benchmarks.options import (
     option,
     processes_option,
 )
-from harness.argtypes import non_negative, positive, seconds
+from harness.argtypes import non_negative, positive, rate, seconds
 from harness.errors import HarnessError
 from harness.ratelimit import RateLimiting, salt_slice_defaults
 from harness.salttree import Layout, extract_tar, read_upstream
@@ -156,6 +156,18 @@ def slice_target_delay_option() -> Any:
         "seconds a return may wait, which sizes the limiter-on master's budget "
         "(rate_limiting:slices:target_delay; default: Salt's, %(default)s); 0: "
         "null, a fixed budget of --max-master-jobs",
+    )
+
+
+def slice_max_rate_option() -> Any:
+    """The ``slice_max_rate`` field: minions a second the limiter-on
+    master's slices go out to at most; 0: no such bound (Salt's default)."""
+    return option(
+        0.0,
+        rate,
+        "minions a second the limiter-on master's slices go out to at most, "
+        "whatever its budget: the bound for an event consumer that must keep "
+        "up (rate_limiting:slices:max_rate); 0: none (Salt's default)",
     )
 
 
@@ -302,6 +314,7 @@ class MasterComparison(BenchOptions):
     exempt_pool: int = exempt_pool_option()
     slice_min_targets: int = slice_min_targets_option()
     slice_target_delay: float = slice_target_delay_option()
+    slice_max_rate: float = slice_max_rate_option()
 
     def __post_init__(self) -> None:
         """Refuse ``pools``, or a variant whose master is ``pools``, without
@@ -323,4 +336,6 @@ class MasterComparison(BenchOptions):
         """The ``rate_limiting`` of the limiter-on master."""
         return RateLimiting(
             max_master_jobs=self.max_master_jobs, exempt_pool_workers=self.exempt_pool
-        ).with_slices(self.slice_min_targets, self.slice_target_delay)
+        ).with_slices(
+            self.slice_min_targets, self.slice_target_delay, self.slice_max_rate
+        )

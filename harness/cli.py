@@ -127,6 +127,14 @@ def _add_capability_options(parser: argparse.ArgumentParser) -> None:
         "--slices)",
     )
     parser.add_argument(
+        "--slice-max-rate",
+        type=argtypes.positive_number,
+        metavar="N",
+        help="slices go out to at most N minions a second, whatever the budget: "
+        "the bound for an event consumer that must keep up (slices:max_rate; "
+        "implies --slices)",
+    )
+    parser.add_argument(
         "--master-opts",
         type=Path,
         metavar="FILE",
@@ -316,6 +324,7 @@ _LIMIT_FLAGS = (
     "slice_min_targets",
     "slice_backlog",
     "slice_target_delay",
+    "slice_max_rate",
 )
 
 
@@ -343,10 +352,12 @@ def _rate_limiting(args: argparse.Namespace) -> RateLimiting | None:
         slices=args.slices
         or args.slice_min_targets is not None
         or args.slice_backlog is not None
-        or args.slice_target_delay is not None,
+        or args.slice_target_delay is not None
+        or args.slice_max_rate is not None,
         slice_min_targets=args.slice_min_targets,
         slice_backlog=args.slice_backlog,
         slice_target_delay=args.slice_target_delay,
+        slice_max_rate=args.slice_max_rate,
     )
 
 

@@ -113,6 +113,9 @@ class RateLimiting:
     #: (``slices:target_delay``); None: Salt's default; 0: ``null``, a fixed
     #: budget of ``max_master_jobs``
     slice_target_delay: float | None = None
+    #: minions a second slices go out to at most (``slices:max_rate``);
+    #: None: no such bound
+    slice_max_rate: float | None = None
 
     def __post_init__(self) -> None:
         if self.exempt_pool_max_targets and not self.exempt_pool_workers:
@@ -121,29 +124,39 @@ class RateLimiting:
             self.slice_min_targets is not None
             or self.slice_backlog is not None
             or self.slice_target_delay is not None
+            or self.slice_max_rate is not None
         ):
             raise ValueError(
-                "slice_min_targets, slice_backlog and slice_target_delay need "
-                "slices=True"
+                "slice_min_targets, slice_backlog, slice_target_delay and "
+                "slice_max_rate need slices=True"
             )
 
     def with_slices(
-        self, min_targets: int, target_delay: float | None = None
+        self,
+        min_targets: int,
+        target_delay: float | None = None,
+        max_rate: float | None = None,
     ) -> RateLimiting:
         """This limiter publishing big jobs in slices of at least
         ``min_targets`` minions; 0: every job to all its minions at once
         (what the benchmarks' ``--slice-min-targets`` means). The budget
         follows a wait of ``target_delay`` seconds (None: Salt's default; 0:
-        a fixed budget, ``max_master_jobs``)."""
+        a fixed budget, ``max_master_jobs``); slices go out to at most
+        ``max_rate`` minions a second (None or 0: no such bound)."""
         if not min_targets:
             return replace(
-                self, slices=False, slice_min_targets=None, slice_target_delay=None
+                self,
+                slices=False,
+                slice_min_targets=None,
+                slice_target_delay=None,
+                slice_max_rate=None,
             )
         return replace(
             self,
             slices=True,
             slice_min_targets=min_targets,
             slice_target_delay=target_delay,
+            slice_max_rate=max_rate or None,
         )
 
     def master_options(self, worker_threads: int = 4) -> dict[str, Any]:
@@ -187,6 +200,8 @@ class RateLimiting:
             option["backlog"] = self.slice_backlog
         if self.slice_target_delay is not None:
             option["target_delay"] = self.slice_target_delay or None
+        if self.slice_max_rate is not None:
+            option["max_rate"] = self.slice_max_rate
         return option
 
     def describe_budget(self) -> str:
@@ -201,12 +216,18 @@ class RateLimiting:
                 if self.slice_target_delay is not None
                 else default
             )
+        rate = (
+            f", slices to at most {self.slice_max_rate:g} minions a second (max_rate)"
+            if self.slice_max_rate is not None
+            else ""
+        )
         if not delay:  # no slices, or slices with target_delay 0
-            return f"a fixed budget of max_master_jobs ({self.max_master_jobs})"
+            return f"a fixed budget of max_master_jobs ({self.max_master_jobs})" + rate
         return (
             f"a budget sized for returns waiting {delay:g} s (target_delay, "
             + ("Salt's default" if delay == default else f"Salt's is {default:g} s")
             + f"), max_master_jobs ({self.max_master_jobs}) its ceiling"
+            + rate
         )
 
     def exempt_functions(self) -> list[str]:

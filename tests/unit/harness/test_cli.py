@@ -32,6 +32,7 @@ def test_bad_arguments(
         (["--slices"], "--slices needs --rate-limiting"),
         (["--slice-backlog", "2"], "--slice-backlog needs --rate-limiting"),
         (["--slice-target-delay", "1"], "--slice-target-delay needs --rate-limiting"),
+        (["--slice-max-rate", "150"], "--slice-max-rate needs --rate-limiting"),
         (["--rate-limiting", "--slice-backlog", "0"], "more than 0 seconds"),
     ],
 )
@@ -41,6 +42,19 @@ def test_bad_slice_options_are_refused_before_anything_starts(
     assert main(["up", "--root", str(tmp_path / "stack"), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "stack").exists()
+
+
+def test_a_slice_rate_of_zero_is_refused_by_the_parser(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--rate-limiting", "--slice-max-rate", "0"]
+    with pytest.raises(SystemExit) as stopped:
+        main(["up", "--root", str(tmp_path / "stack"), *argv])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "--slice-max-rate: must be more than 0" in err
     assert "Traceback" not in err
     assert not (tmp_path / "stack").exists()
 

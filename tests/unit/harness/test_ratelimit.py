@@ -52,6 +52,20 @@ def test_slices_render_an_option_salt_accepts() -> None:
     )
 
 
+def test_a_slice_rate_renders_an_option_salt_accepts() -> None:
+    """``--slice-max-rate`` (benchmarks, ``up``) is ``slices:max_rate``; 0
+    is none, as Salt's default."""
+    config = pytest.importorskip("salt.config.rate_limiting")
+    bounded = RateLimiting().with_slices(100, max_rate=130)
+    effective = config.rate_limiting_config(bounded.master_options())
+    assert effective["slices"]["max_rate"] == 130
+    assert "130 minions a second (max_rate)" in bounded.describe_budget()
+    unbounded = RateLimiting().with_slices(100, max_rate=0)
+    effective = config.rate_limiting_config(unbounded.master_options())
+    assert effective["slices"]["max_rate"] is None
+    assert "max_rate" not in unbounded.describe_budget()
+
+
 def test_slice_settings_without_slices_are_refused() -> None:
     with pytest.raises(ValueError, match="need slices=True"):
         RateLimiting(slice_backlog=2.0)
