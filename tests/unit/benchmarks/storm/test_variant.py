@@ -247,16 +247,8 @@ def test_the_box_s_busy_time_counts_guests_once_and_not_stolen_time(
     import psutil
 
     times = SimpleNamespace(
-        user=10.0,
-        nice=1.0,
-        system=5.0,
-        idle=80.0,
-        iowait=2.0,
-        irq=0.5,
-        softirq=0.5,
-        steal=7.0,
-        guest=3.0,
-        guest_nice=1.0,
-    )
+        user=10.0, nice=1.0, system=5.0, idle=80.0, iowait=2.0,
+        irq=0.5, softirq=0.5, steal=7.0, guest=3.0, guest_nice=1.0,
+    )  # fmt: skip
     monkeypatch.setattr(psutil, "cpu_times", lambda: times)
     assert box_cpu_seconds() == (17.0, 99.0)
